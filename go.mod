@@ -1,0 +1,3 @@
+module github.com/flockml/flock
+
+go 1.26

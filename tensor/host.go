@@ -1,0 +1,88 @@
+package tensor
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/flockml/flock/backend"
+)
+
+// To returns t on device dev: t itself (a new reference) when it is already
+// there, otherwise a contiguous copy.
+func (t *Tensor) To(dev Device) *Tensor {
+	if t.Device() == dev {
+		return t.Retain()
+	}
+	src := t.Contiguous()
+	defer src.Release()
+	out := empty(dev, t.dtype, t.shape)
+	nb := t.NumElements() * t.dtype.Size()
+	if hb, ok := src.st.buf.(backend.HostBuffer); ok {
+		off := src.offset * t.dtype.Size()
+		must("To", dev.Write(out.st.buf, 0, hb.Bytes()[off:off+nb]), t)
+		return out
+	}
+	host := make([]byte, nb)
+	must("To", t.Device().Read(host, src.st.buf, src.offset*t.dtype.Size()), t)
+	must("To", dev.Write(out.st.buf, 0, host), t)
+	return out
+}
+
+// ToSlice returns t's elements in row-major order, converted to T.
+func ToSlice[T Elem](t *Tensor) []T {
+	out := make([]T, t.NumElements())
+	if len(out) == 0 {
+		return out
+	}
+	dt := DTypeOf[T]()
+	src := t
+	if t.dtype != dt || !t.IsContiguous() {
+		src = t.Cast(dt)
+		defer src.Release()
+	}
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), len(out)*dt.Size())
+	must("ToSlice", src.Device().Read(b, src.st.buf, src.offset*dt.Size()), t)
+	return out
+}
+
+// Float32s returns t's elements as float32s in row-major order.
+func (t *Tensor) Float32s() []float32 { return ToSlice[float32](t) }
+
+// Float64s returns t's elements as float64s in row-major order.
+func (t *Tensor) Float64s() []float64 { return ToSlice[float64](t) }
+
+// Int64s returns t's elements as int64s in row-major order.
+func (t *Tensor) Int64s() []int64 { return ToSlice[int64](t) }
+
+// Bools returns t's elements as bools in row-major order.
+func (t *Tensor) Bools() []bool { return ToSlice[bool](t) }
+
+// Item returns the value of a one-element tensor.
+func (t *Tensor) Item() float64 {
+	if t.NumElements() != 1 {
+		panic(fmt.Sprintf("tensor: Item: tensor of shape %v has %d elements, not 1", t.shape, t.NumElements()))
+	}
+	return ToSlice[float64](t)[0]
+}
+
+// At returns the element at the given index (one entry per axis, negatives
+// count from the end).
+func (t *Tensor) At(index ...int) float64 {
+	if len(index) != t.Dim() {
+		panic(fmt.Sprintf("tensor: At: %d indices for shape %v", len(index), t.shape))
+	}
+	off := t.offset
+	for a, i := range index {
+		n := t.shape[a]
+		if i < 0 {
+			i += n
+		}
+		if i < 0 || i >= n {
+			panic(fmt.Sprintf("tensor: At: index %v out of range for shape %v", index, t.shape))
+		}
+		off += i * t.strides[a]
+	}
+	e := t.view(Shape{}, []int{}, off)
+	defer e.Release()
+	return e.Item()
+}
