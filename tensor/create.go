@@ -71,6 +71,9 @@ func EmptyLike(t *Tensor) *Tensor { return empty(t.Device(), t.dtype, t.shape) }
 // ZerosLike returns zeros of t's shape, dtype and device.
 func ZerosLike(t *Tensor) *Tensor { return FullLike(t, 0) }
 
+// OnesLike returns ones of t's shape, dtype and device.
+func OnesLike(t *Tensor) *Tensor { return FullLike(t, 1) }
+
 // FullLike returns a tensor of t's shape, dtype and device filled with v.
 func FullLike(t *Tensor, v float64) *Tensor {
 	u := EmptyLike(t)
@@ -171,8 +174,10 @@ func (t *Tensor) CopyFrom(src *Tensor) {
 		s = src.BroadcastTo(t.shape)
 		defer s.Release()
 	}
-	if s.Device() != t.Device() && t.st.buf == s.st.buf {
-		panic("tensor: CopyFrom: overlapping operands")
+	if t.SharesStorage(s) {
+		// Copy's operands must not overlap.
+		s = s.Clone()
+		defer s.Release()
 	}
 	must("CopyFrom", t.Device().Copy(t.Raw(), s.Raw()), t, src)
 }

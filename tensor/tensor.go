@@ -150,6 +150,10 @@ func (t *Tensor) Released() bool { return t.st == nil }
 // reference (release both).
 func (t *Tensor) Retain() *Tensor { return t.view(t.shape, t.strides, t.offset) }
 
+// Exclusive reports whether t holds the only reference to its storage, so
+// that writing to it in place changes no other tensor.
+func (t *Tensor) Exclusive() bool { return t.live().refs.Load() == 1 }
+
 // DType is the element type.
 func (t *Tensor) DType() DType { return t.dtype }
 

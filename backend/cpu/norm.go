@@ -1,0 +1,472 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/flockml/flock/backend"
+)
+
+// normGrain is the number of elements a normalisation chunk should touch to
+// be worth a goroutine.
+const normGrain = 16384
+
+// BatchNorm implements backend.Backend. x is [N, C, ...]; for channel c with
+// the M = N·∏(spatial) values x_i,
+//
+//	y_i = (x_i − μ)·s·γ + β,  s = 1/√(σ² + eps),
+//
+// where in training μ and σ² are the batch mean and biased variance
+// (accumulated in float64, variance by a second pass around the mean) and
+// saveMean = μ, saveInvStd = s; the running statistics, when given, become
+// r_μ ← (1−m)·r_μ + m·μ and r_σ² ← (1−m)·r_σ² + m·σ²·M/(M−1). Outside
+// training μ and σ² are the running statistics, and saveMean and saveInvStd,
+// when given, receive them in the same form. γ = 1 and β = 0 when weight or
+// bias is absent. An empty batch writes zero saved statistics and leaves the
+// running ones alone, as PyTorch does; updating running statistics from one
+// value per channel is an error, as the unbiased variance is undefined.
+func (c *Backend) BatchNorm(y, saveMean, saveInvStd, x, weight, bias, runningMean, runningVar backend.View, p backend.NormParams) error {
+	const k = "cpu: batch_norm"
+	n, ch, sp, err := batchNormArgs(k, x)
+	if err != nil {
+		return err
+	}
+	dt := x.DType
+	if err := denseArg(k, "y", y, dt, x.Shape); err != nil {
+		return err
+	}
+	for _, a := range []struct {
+		name string
+		v    backend.View
+	}{{"weight", weight}, {"bias", bias}, {"running mean", runningMean}, {"running var", runningVar}, {"save mean", saveMean}, {"save invstd", saveInvStd}} {
+		if err := vecArg(k, a.name, a.v, dt, ch); err != nil {
+			return err
+		}
+	}
+	if runningMean.IsZero() != runningVar.IsZero() {
+		return fmt.Errorf("%s: running mean and running var must be given together", k)
+	}
+	switch {
+	case p.Training && (saveMean.IsZero() || saveInvStd.IsZero()):
+		return fmt.Errorf("%s: training needs save mean and save invstd", k)
+	case p.Training && !runningMean.IsZero() && n*sp == 1:
+		return fmt.Errorf("%s: expected more than 1 value per channel when training, got input shape %v", k, x.Shape)
+	case !p.Training && runningMean.IsZero():
+		return fmt.Errorf("%s: evaluation needs running statistics", k)
+	}
+	switch dt {
+	case backend.Float32:
+		batchNormChannels(bnOperands[float32]{
+			y: elems[float32](y, y.NumElements()), x: elems[float32](x, x.NumElements()),
+			w: elems[float32](weight, ch), b: elems[float32](bias, ch),
+			rm: elems[float32](runningMean, ch), rv: elems[float32](runningVar, ch),
+			sm: elems[float32](saveMean, ch), sis: elems[float32](saveInvStd, ch),
+		}, n, ch, sp, p)
+	case backend.Float64:
+		batchNormChannels(bnOperands[float64]{
+			y: elems[float64](y, y.NumElements()), x: elems[float64](x, x.NumElements()),
+			w: elems[float64](weight, ch), b: elems[float64](bias, ch),
+			rm: elems[float64](runningMean, ch), rv: elems[float64](runningVar, ch),
+			sm: elems[float64](saveMean, ch), sis: elems[float64](saveInvStd, ch),
+		}, n, ch, sp, p)
+	}
+	return nil
+}
+
+// BatchNormBackward implements backend.Backend. With x̂ = (x − μ)·s from the
+// saved statistics, per channel
+//
+//	dβ = Σ dy,  dγ = Σ dy·x̂,
+//	dx = γ·s·(dy − dβ/M − x̂·dγ/M)   (training: μ and s depend on x),
+//	dx = γ·s·dy                      (p.Training false: fixed statistics).
+//
+// dx, dweight and dbias are each written when given; weight absent means
+// γ = 1.
+func (c *Backend) BatchNormBackward(dx, dweight, dbias, dy, x, weight, saveMean, saveInvStd backend.View, p backend.NormParams) error {
+	const k = "cpu: batch_norm_backward"
+	n, ch, sp, err := batchNormArgs(k, x)
+	if err != nil {
+		return err
+	}
+	dt := x.DType
+	if err := denseArg(k, "dy", dy, dt, x.Shape); err != nil {
+		return err
+	}
+	if !dx.IsZero() {
+		if err := denseArg(k, "dx", dx, dt, x.Shape); err != nil {
+			return err
+		}
+	}
+	if saveMean.IsZero() || saveInvStd.IsZero() {
+		return fmt.Errorf("%s: save mean and save invstd are required", k)
+	}
+	for _, a := range []struct {
+		name string
+		v    backend.View
+	}{{"weight", weight}, {"save mean", saveMean}, {"save invstd", saveInvStd}, {"dweight", dweight}, {"dbias", dbias}} {
+		if err := vecArg(k, a.name, a.v, dt, ch); err != nil {
+			return err
+		}
+	}
+	switch dt {
+	case backend.Float32:
+		batchNormGradChannels(bnGradOperands[float32]{
+			dx: elems[float32](dx, x.NumElements()), dw: elems[float32](dweight, ch), db: elems[float32](dbias, ch),
+			dy: elems[float32](dy, x.NumElements()), x: elems[float32](x, x.NumElements()),
+			w: elems[float32](weight, ch), sm: elems[float32](saveMean, ch), sis: elems[float32](saveInvStd, ch),
+		}, n, ch, sp, p.Training)
+	case backend.Float64:
+		batchNormGradChannels(bnGradOperands[float64]{
+			dx: elems[float64](dx, x.NumElements()), dw: elems[float64](dweight, ch), db: elems[float64](dbias, ch),
+			dy: elems[float64](dy, x.NumElements()), x: elems[float64](x, x.NumElements()),
+			w: elems[float64](weight, ch), sm: elems[float64](saveMean, ch), sis: elems[float64](saveInvStd, ch),
+		}, n, ch, sp, p.Training)
+	}
+	return nil
+}
+
+// batchNormArgs checks x and returns its batch size, channels and the
+// number of positions per channel and sample.
+func batchNormArgs(kernel string, x backend.View) (n, ch, sp int, err error) {
+	if len(x.Shape) < 2 {
+		return 0, 0, 0, fmt.Errorf("%s: x has shape %v, want [N, C, ...]", kernel, x.Shape)
+	}
+	if err := floatArg(kernel, x.DType); err != nil {
+		return 0, 0, 0, err
+	}
+	if err := denseArg(kernel, "x", x, x.DType, nil); err != nil {
+		return 0, 0, 0, err
+	}
+	sp = 1
+	for _, d := range x.Shape[2:] {
+		sp *= d
+	}
+	return x.Shape[0], x.Shape[1], sp, nil
+}
+
+type bnOperands[T float32 | float64] struct {
+	y, x                  []T
+	w, b, rm, rv, sm, sis []T
+}
+
+func batchNormChannels[T float32 | float64](o bnOperands[T], n, ch, sp int, p backend.NormParams) {
+	m := n * sp
+	parallelFor(ch, max(1, normGrain/max(m, 1)), func(lo, hi int) {
+		for c := lo; c < hi; c++ {
+			var mean, invstd float64
+			switch {
+			case p.Training && m == 0:
+				o.sm[c], o.sis[c] = 0, 0
+				continue
+			case p.Training:
+				sum := 0.0
+				for i := range n {
+					for _, v := range o.x[(i*ch+c)*sp : (i*ch+c+1)*sp] {
+						sum += float64(v)
+					}
+				}
+				mean = sum / float64(m)
+				ss := 0.0
+				for i := range n {
+					for _, v := range o.x[(i*ch+c)*sp : (i*ch+c+1)*sp] {
+						d := float64(v) - mean
+						ss += d * d
+					}
+				}
+				variance := ss / float64(m)
+				invstd = 1 / math.Sqrt(variance+p.Eps)
+				o.sm[c], o.sis[c] = T(mean), T(invstd)
+				if o.rm != nil {
+					unbiased := ss / float64(m-1)
+					o.rm[c] = T((1-p.Momentum)*float64(o.rm[c]) + p.Momentum*mean)
+					o.rv[c] = T((1-p.Momentum)*float64(o.rv[c]) + p.Momentum*unbiased)
+				}
+			default:
+				mean = float64(o.rm[c])
+				invstd = 1 / math.Sqrt(float64(o.rv[c])+p.Eps)
+				if o.sm != nil {
+					o.sm[c] = T(mean)
+				}
+				if o.sis != nil {
+					o.sis[c] = T(invstd)
+				}
+			}
+			scale, shift := invstd, 0.0
+			if o.w != nil {
+				scale *= float64(o.w[c])
+			}
+			if o.b != nil {
+				shift = float64(o.b[c])
+			}
+			shift -= mean * scale
+			for i := range n {
+				at := (i*ch + c) * sp
+				y := o.y[at : at+sp]
+				for j, v := range o.x[at : at+sp] {
+					y[j] = T(float64(v)*scale + shift)
+				}
+			}
+		}
+	})
+}
+
+type bnGradOperands[T float32 | float64] struct {
+	dx, dw, db, dy, x []T
+	w, sm, sis        []T
+}
+
+func batchNormGradChannels[T float32 | float64](o bnGradOperands[T], n, ch, sp int, training bool) {
+	m := n * sp
+	parallelFor(ch, max(1, normGrain/max(m, 1)), func(lo, hi int) {
+		for c := lo; c < hi; c++ {
+			mean, invstd := float64(o.sm[c]), float64(o.sis[c])
+			sdy, sdyx := 0.0, 0.0
+			for i := range n {
+				at := (i*ch + c) * sp
+				dy := o.dy[at : at+sp]
+				for j, v := range o.x[at : at+sp] {
+					g := float64(dy[j])
+					sdy += g
+					sdyx += g * (float64(v) - mean)
+				}
+			}
+			sdyx *= invstd
+			if o.db != nil {
+				o.db[c] = T(sdy)
+			}
+			if o.dw != nil {
+				o.dw[c] = T(sdyx)
+			}
+			if o.dx == nil {
+				continue
+			}
+			scale := invstd
+			if o.w != nil {
+				scale *= float64(o.w[c])
+			}
+			var a, b float64 // dx = scale·dy − a − b·(x − μ)
+			if training && m > 0 {
+				a = scale * sdy / float64(m)
+				b = scale * sdyx * invstd / float64(m)
+			}
+			for i := range n {
+				at := (i*ch + c) * sp
+				dy, dx := o.dy[at:at+sp], o.dx[at:at+sp]
+				for j, v := range o.x[at : at+sp] {
+					dx[j] = T(scale*float64(dy[j]) - a - b*(float64(v)-mean))
+				}
+			}
+		}
+	})
+}
+
+// LayerNorm implements backend.Backend. Each group of D = normSize trailing
+// elements x_1..x_D becomes
+//
+//	y_j = (x_j − μ)·r·γ_j + β_j,  μ = mean x,  r = 1/√(mean (x − μ)² + eps),
+//
+// with mean = μ and rstd = r written per group when given (the biased
+// variance, as PyTorch's layer_norm). Statistics accumulate in float64.
+func (c *Backend) LayerNorm(y, mean, rstd, x, weight, bias backend.View, normSize int, eps float64) error {
+	const k = "cpu: layer_norm"
+	rows, err := layerNormArgs(k, x, normSize)
+	if err != nil {
+		return err
+	}
+	dt, d := x.DType, normSize
+	if err := denseArg(k, "y", y, dt, x.Shape); err != nil {
+		return err
+	}
+	for _, a := range []struct {
+		name string
+		v    backend.View
+		n    int
+	}{{"weight", weight, d}, {"bias", bias, d}, {"mean", mean, rows}, {"rstd", rstd, rows}} {
+		if err := vecArg(k, a.name, a.v, dt, a.n); err != nil {
+			return err
+		}
+	}
+	switch dt {
+	case backend.Float32:
+		layerNormRows(elems[float32](y, rows*d), elems[float32](mean, rows), elems[float32](rstd, rows),
+			elems[float32](x, rows*d), elems[float32](weight, d), elems[float32](bias, d), rows, d, eps)
+	case backend.Float64:
+		layerNormRows(elems[float64](y, rows*d), elems[float64](mean, rows), elems[float64](rstd, rows),
+			elems[float64](x, rows*d), elems[float64](weight, d), elems[float64](bias, d), rows, d, eps)
+	}
+	return nil
+}
+
+// LayerNormBackward implements backend.Backend. With x̂ = (x − μ)·r and
+// g = dy·γ, per group
+//
+//	dx_j = r·(g_j − mean g − x̂_j·mean(g·x̂)),
+//
+// and over all groups dγ_j = Σ dy_j·x̂_j, dβ_j = Σ dy_j. The parameter
+// gradients are summed over fixed blocks of groups and then across blocks in
+// order, so they do not depend on the number of threads.
+func (c *Backend) LayerNormBackward(dx, dweight, dbias, dy, x, weight, mean, rstd backend.View, normSize int) error {
+	const k = "cpu: layer_norm_backward"
+	rows, err := layerNormArgs(k, x, normSize)
+	if err != nil {
+		return err
+	}
+	dt, d := x.DType, normSize
+	if err := denseArg(k, "dy", dy, dt, x.Shape); err != nil {
+		return err
+	}
+	if !dx.IsZero() {
+		if err := denseArg(k, "dx", dx, dt, x.Shape); err != nil {
+			return err
+		}
+	}
+	if mean.IsZero() || rstd.IsZero() {
+		return fmt.Errorf("%s: mean and rstd are required", k)
+	}
+	for _, a := range []struct {
+		name string
+		v    backend.View
+		n    int
+	}{{"weight", weight, d}, {"dweight", dweight, d}, {"dbias", dbias, d}, {"mean", mean, rows}, {"rstd", rstd, rows}} {
+		if err := vecArg(k, a.name, a.v, dt, a.n); err != nil {
+			return err
+		}
+	}
+	switch dt {
+	case backend.Float32:
+		layerNormGradRows(elems[float32](dx, rows*d), elems[float32](dweight, d), elems[float32](dbias, d),
+			elems[float32](dy, rows*d), elems[float32](x, rows*d), elems[float32](weight, d),
+			elems[float32](mean, rows), elems[float32](rstd, rows), rows, d)
+	case backend.Float64:
+		layerNormGradRows(elems[float64](dx, rows*d), elems[float64](dweight, d), elems[float64](dbias, d),
+			elems[float64](dy, rows*d), elems[float64](x, rows*d), elems[float64](weight, d),
+			elems[float64](mean, rows), elems[float64](rstd, rows), rows, d)
+	}
+	return nil
+}
+
+// layerNormArgs checks x and normSize, which must be the product of some
+// trailing axes of x, and returns the number of groups.
+func layerNormArgs(kernel string, x backend.View, normSize int) (rows int, err error) {
+	if err := floatArg(kernel, x.DType); err != nil {
+		return 0, err
+	}
+	if err := denseArg(kernel, "x", x, x.DType, nil); err != nil {
+		return 0, err
+	}
+	if normSize <= 0 {
+		return 0, fmt.Errorf("%s: normSize %d must be positive", kernel, normSize)
+	}
+	acc := 1
+	for i := len(x.Shape) - 1; i >= 0 && acc < normSize; i-- {
+		acc *= x.Shape[i]
+	}
+	if acc != normSize {
+		return 0, fmt.Errorf("%s: normSize %d is not the size of trailing axes of shape %v", kernel, normSize, x.Shape)
+	}
+	return x.NumElements() / normSize, nil
+}
+
+func layerNormRows[T float32 | float64](y, mean, rstd, x, w, b []T, rows, d int, eps float64) {
+	parallelFor(rows, max(1, normGrain/d), func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			xr, yr := x[r*d:(r+1)*d], y[r*d:(r+1)*d]
+			s := 0.0
+			for _, v := range xr {
+				s += float64(v)
+			}
+			mu := s / float64(d)
+			ss := 0.0
+			for _, v := range xr {
+				dv := float64(v) - mu
+				ss += dv * dv
+			}
+			rs := 1 / math.Sqrt(ss/float64(d)+eps)
+			if mean != nil {
+				mean[r] = T(mu)
+			}
+			if rstd != nil {
+				rstd[r] = T(rs)
+			}
+			for j, v := range xr {
+				h := (float64(v) - mu) * rs
+				if w != nil {
+					h *= float64(w[j])
+				}
+				if b != nil {
+					h += float64(b[j])
+				}
+				yr[j] = T(h)
+			}
+		}
+	})
+}
+
+// layerNormBlocks is the most blocks of groups whose parameter gradients are
+// summed separately.
+const layerNormBlocks = 64
+
+func layerNormGradRows[T float32 | float64](dx, dw, db, dy, x, w, mean, rstd []T, rows, d int) {
+	blocks := min(rows, layerNormBlocks)
+	var pw, pb []float64 // per-block partial sums, blocks × d
+	if dw != nil {
+		pw = make([]float64, blocks*d)
+	}
+	if db != nil {
+		pb = make([]float64, blocks*d)
+	}
+	perBlock := (rows + max(blocks, 1) - 1) / max(blocks, 1)
+	parallelFor(blocks, max(1, normGrain/max(perBlock*d, 1)), func(lo, hi int) {
+		g, xhat := make([]float64, d), make([]float64, d)
+		for blk := lo; blk < hi; blk++ {
+			r0, r1 := blk*rows/blocks, (blk+1)*rows/blocks
+			for r := r0; r < r1; r++ {
+				xr, dyr := x[r*d:(r+1)*d], dy[r*d:(r+1)*d]
+				mu, rs := float64(mean[r]), float64(rstd[r])
+				sg, sgx := 0.0, 0.0
+				for j, v := range xr {
+					gj, xh := float64(dyr[j]), (float64(v)-mu)*rs
+					xhat[j] = xh
+					if pw != nil {
+						pw[blk*d+j] += gj * xh
+					}
+					if pb != nil {
+						pb[blk*d+j] += gj
+					}
+					if w != nil {
+						gj *= float64(w[j])
+					}
+					g[j] = gj
+					sg += gj
+					sgx += gj * xh
+				}
+				if dx == nil {
+					continue
+				}
+				sg /= float64(d)
+				sgx /= float64(d)
+				dxr := dx[r*d : (r+1)*d]
+				for j := range dxr {
+					dxr[j] = T(rs * (g[j] - sg - xhat[j]*sgx))
+				}
+			}
+		}
+	})
+	for j := range d {
+		sw, sb := 0.0, 0.0
+		for blk := range blocks {
+			if pw != nil {
+				sw += pw[blk*d+j]
+			}
+			if pb != nil {
+				sb += pb[blk*d+j]
+			}
+		}
+		if dw != nil {
+			dw[j] = T(sw)
+		}
+		if db != nil {
+			db[j] = T(sb)
+		}
+	}
+}
