@@ -152,11 +152,21 @@ type ConvParams struct {
 }
 
 // OutputSize returns the spatial output size of a convolution of an h×w input
-// with a kh×kw kernel: ⌊(h + 2p − d·(k−1) − 1)/s⌋ + 1 on each axis.
+// with a kh×kw kernel: ⌊(h + 2p − d·(k−1) − 1)/s⌋ + 1 on each axis. A result
+// below 1 means the kernel does not fit in the padded input.
 func (p ConvParams) OutputSize(h, w, kh, kw int) (oh, ow int) {
-	oh = (h+2*p.PadH-p.DilationH*(kh-1)-1)/p.StrideH + 1
-	ow = (w+2*p.PadW-p.DilationW*(kw-1)-1)/p.StrideW + 1
+	oh = floorDiv(h+2*p.PadH-p.DilationH*(kh-1)-1, p.StrideH) + 1
+	ow = floorDiv(w+2*p.PadW-p.DilationW*(kw-1)-1, p.StrideW) + 1
 	return oh, ow
+}
+
+// floorDiv is ⌊a/b⌋ for b > 0 (Go's / truncates toward zero).
+func floorDiv(a, b int) int {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
 }
 
 // PoolOp names a pooling function.
@@ -192,7 +202,7 @@ func poolOut(in, k, s, pad, d int, ceil bool) int {
 	if ceil {
 		num += s - 1
 	}
-	out := num/s + 1
+	out := floorDiv(num, s) + 1
 	if ceil && (out-1)*s >= in+pad {
 		out--
 	}
@@ -205,7 +215,8 @@ type CrossEntropyParams struct {
 	// distribution: q = (1−ε)·onehot + ε/C.
 	LabelSmoothing float64
 	// IgnoreIndex is a target value whose rows contribute zero loss and zero
-	// gradient. PyTorch's default is -100.
+	// gradient. It is always in force: set it to PyTorch's default, -100,
+	// when no class should be ignored (the zero value ignores class 0).
 	IgnoreIndex int64
 }
 
@@ -347,7 +358,9 @@ type Backend interface {
 	// statistics (saveMean and saveInvStd may then be zero Views).
 	BatchNorm(y, saveMean, saveInvStd, x, weight, bias, runningMean, runningVar View, p NormParams) error
 	// BatchNormBackward writes dx, and dweight and dbias when given (not
-	// zero), for training-mode batch normalisation.
+	// zero). In training mode saveMean and saveInvStd are the batch
+	// statistics the forward pass saved; otherwise they are the running mean
+	// and 1/√(running var + eps), and dx = weight·saveInvStd·dy.
 	BatchNormBackward(dx, dweight, dbias, dy, x, weight, saveMean, saveInvStd View, p NormParams) error
 	// LayerNorm normalises each group of the last D elements of x, where D is
 	// normSize, writing y, and mean and rstd (one per group; Float32/64).
