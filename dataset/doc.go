@@ -1,0 +1,39 @@
+// Package dataset reads image classification data sets into memory and cuts
+// them into batches of tensors.
+//
+// # Images
+//
+// An Images holds N labelled images as uint8 pixels in NHWC order with int32
+// labels and class names. It is the in-memory form every reader here
+// produces and every Loader consumes; Validate checks that its sizes and
+// labels agree.
+//
+// # Fashion-MNIST
+//
+// LoadFashionMNIST returns the Fashion-MNIST training (60000) and test
+// (10000) sets of 28×28 grey-level images in ten classes. It looks for the
+// four IDX files, raw or gzip-compressed, in $FLOCK_DATA/fashion-mnist, then
+// in the user cache directory (os.UserCacheDir()/flock/fashion-mnist), then
+// where the Debian package dataset-fashion-mnist installs them
+// (/usr/share/datasets/fashion-mnist). When none holds all four it can
+// download them (FashionMNISTOptions.Download) from the dataset's mirror into
+// the cache, checking each file's SHA-256 before it is renamed into place.
+//
+// # IDX files
+//
+// ReadIDX and WriteIDX decode and encode the IDX format of the MNIST family:
+// a magic number giving the element type and the number of dimensions, the
+// big-endian dimensions, then the elements. ReadIDX accepts gzip-compressed
+// input and rejects anything that is not exactly one well-formed array, so it
+// can be given untrusted bytes.
+//
+// # Batches
+//
+// A Loader walks an Images epoch by epoch in batches. Each batch holds the
+// images as a float32 tensor [B, C, H, W] normalised as (p/255 − mean)/std
+// (Fashion-MNIST's mean 0.2860 and standard deviation 0.3530 by default) and
+// the labels as an int64 tensor [B]. The order of an epoch is a pure function
+// of the seed and the epoch number, each of World ranks sees a disjoint equal
+// share of it, and a Position (epoch, batch) saved mid-epoch resumes the
+// stream exactly; see Loader for the permutation and sharding rules.
+package dataset
