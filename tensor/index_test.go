@@ -3,6 +3,8 @@ package tensor
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/flockml/flock/backend"
 )
 
 // randomIndices returns n indices drawn from [0, hi).
@@ -41,7 +43,7 @@ func TestGatherScatterAdjoint(t *testing.T) {
 			}
 			// Spot-check the definition at every position.
 			gv, xv, iv := g.Float64s(), x.Float64s(), index.Int64s()
-			xs := contiguousOf(c.x)
+			xs := backend.ContiguousStrides(c.x)
 			for i := range gv {
 				pos := unravel(c.index, i)
 				at := 0

@@ -139,7 +139,7 @@ func matmul(op string, a, b *Tensor) *Tensor {
 		if st, ok := viewStrides(a, Shape{batch.NumElements() * m, a.shape[ra-1]}); ok && innerRowMajor(Shape{batch.NumElements() * m, a.shape[ra-1]}, st) {
 			a2 := a.view(Shape{batch.NumElements() * m, a.shape[ra-1]}, st, a.offset)
 			defer a2.Release()
-			o2 := out.view(Shape{batch.NumElements() * m, n}, contiguousOf(Shape{batch.NumElements() * m, n}), 0)
+			o2 := out.view(Shape{batch.NumElements() * m, n}, backend.ContiguousStrides(Shape{batch.NumElements() * m, n}), 0)
 			defer o2.Release()
 			matmulInto(op, o2, a2, b, 1, 0)
 			return out

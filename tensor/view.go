@@ -3,6 +3,8 @@ package tensor
 import (
 	"fmt"
 	"slices"
+
+	"github.com/flockml/flock/backend"
 )
 
 // inferShape resolves a single −1 extent so that the result has n elements.
@@ -46,7 +48,7 @@ func viewStrides(t *Tensor, shape Shape) ([]int, bool) {
 	}
 	st := make([]int, len(shape))
 	if shape.NumElements() == 0 {
-		copy(st, contiguousOf(shape))
+		copy(st, backend.ContiguousStrides(shape))
 		return st, true
 	}
 	j := len(shape) - 1
@@ -89,16 +91,6 @@ func viewStrides(t *Tensor, shape Shape) ([]int, bool) {
 	return st, true
 }
 
-func contiguousOf(s Shape) []int {
-	st := make([]int, len(s))
-	acc := 1
-	for i := len(s) - 1; i >= 0; i-- {
-		st[i] = acc
-		acc *= s[i]
-	}
-	return st
-}
-
 // View returns t with a new shape sharing its storage; one extent may be −1.
 // It panics when t's strides do not allow a view (use Reshape).
 func (t *Tensor) View(shape ...int) *Tensor {
@@ -119,7 +111,7 @@ func (t *Tensor) Reshape(shape ...int) *Tensor {
 	}
 	c := t.Clone()
 	defer c.Release()
-	return c.view(s, contiguousOf(s), 0)
+	return c.view(s, backend.ContiguousStrides(s), 0)
 }
 
 // Flatten reshapes axes [start, end] (inclusive, negatives allowed) into one.
