@@ -242,7 +242,10 @@ const (
 
 // RandomParams select a distribution and a point in the counter-based stream.
 // Element i of the output is a pure function of (Seed, Offset+i), so results
-// do not depend on how the work is split between threads or devices.
+// do not depend on how the work is split between threads or devices. The
+// stream is Philox4x32-10 with the counter layout and the conversions to
+// uniform and normal values that backend/cpu/random.go documents and
+// backendtest checks bit for bit; every backend produces the same numbers.
 type RandomParams struct {
 	Kind   RandomKind
 	A, B   float64
@@ -298,14 +301,17 @@ type Backend interface {
 	Random(dst View, p RandomParams) error
 
 	// Unary sets dst = op(x) (with parameter arg for PowScalar, AddScalar,
-	// MulScalar). dst may be x itself (same buffer, offset and strides).
+	// MulScalar). dst may have any strides (no zero strides) and may be x
+	// itself (same buffer, offset and strides).
 	Unary(op UnaryOp, dst, x View, arg float64) error
 	// Binary sets dst = op(a, b). a and b have dst's shape, broadcasting
-	// through zero strides. dst may be a or b itself. Comparisons write Bool;
+	// through zero strides. dst may have any strides (no zero strides) and
+	// may be a or b itself. Comparisons write Bool;
 	// Add, Sub, Mul, Maximum, Minimum and comparisons also accept Int32 and
 	// Int64 operands.
 	Binary(op BinaryOp, dst, a, b View) error
 	// Where sets dst = cond ? a : b, with cond Bool; all of dst's shape.
+	// dst may have any strides (no zero strides) and may be a or b itself.
 	Where(dst, cond, a, b View) error
 	// Reduce reduces x over axes (sorted, distinct) into dst, whose shape is
 	// x's with those axes removed. An empty reduction gives 0 for Sum, NaN

@@ -13,7 +13,6 @@ const Name = "cpu"
 // Backend runs kernels on host memory. The zero value is not usable; use New
 // or backend.Get("cpu").
 type Backend struct {
-	backend.Unimplemented
 	pool bufferPool
 }
 
