@@ -14,7 +14,7 @@ gradients of the inputs. The header's "__metadata__" holds, for each case,
 "case.<case>" -> a JSON object of the op's parameters, and "torch" -> the
 PyTorch version.
 
-The files are written by save() below, a small writer that follows the
+The files are written by safetensors_io.py, a small writer that follows the
 safetensors specification (the Python safetensors package is not needed):
 an 8-byte little-endian header length, a compact JSON header padded with
 spaces to a multiple of 8 bytes, then the data, laid out by decreasing
@@ -25,54 +25,21 @@ dtypes.safetensors holds one tensor of each dtype for the format tests.
 import json
 import math
 import os
-import struct
+import sys
 
 import torch
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from safetensors_io import write_safetensors  # noqa: E402
+
 OUT = os.path.dirname(os.path.abspath(__file__))
 
-# safetensors dtype names in the reference implementation's order
-# (increasing alignment).
-ORDER = ["BOOL", "U8", "I8", "F8_E5M2", "F8_E4M3", "I16", "U16", "F16", "BF16",
-         "I32", "U32", "F32", "F64", "I64", "U64"]
-NAMES = {
-    torch.bool: "BOOL", torch.uint8: "U8", torch.int8: "I8", torch.int16: "I16",
-    torch.float16: "F16", torch.bfloat16: "BF16", torch.int32: "I32",
-    torch.float32: "F32", torch.float64: "F64", torch.int64: "I64",
-}
-
-
-def tensor_bytes(t):
-    t = t.detach().contiguous().cpu()
-    if t.dtype == torch.bfloat16:
-        t = t.view(torch.int16)
-    return t.numpy().astype(t.numpy().dtype.newbyteorder("<")).tobytes()
 
 
 def save(name, tensors, metadata):
     """Write tensors (a dict of name -> torch.Tensor) as a safetensors file."""
-    items = sorted(tensors.items(),
-                   key=lambda kv: (-ORDER.index(NAMES[kv[1].dtype]), kv[0].encode()))
-    header = {}
-    if metadata:
-        header["__metadata__"] = {k: metadata[k] for k in sorted(metadata, key=str.encode)}
-    blobs, off = [], 0
-    for key, t in items:
-        b = tensor_bytes(t)
-        header[key] = {"dtype": NAMES[t.dtype], "shape": list(t.shape),
-                       "data_offsets": [off, off + len(b)]}
-        blobs.append(b)
-        off += len(b)
-    h = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode()
-    h += b" " * (-len(h) % 8)
-    path = os.path.join(OUT, name)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)))
-        f.write(h)
-        for b in blobs:
-            f.write(b)
-    print(f"{name}: {len(tensors)} tensors, {os.path.getsize(path)} bytes")
+    write_safetensors(os.path.join(OUT, name), tensors, metadata)
 
 
 def randn(*shape, scale=1.0, shift=0.0):

@@ -25,45 +25,16 @@ package is not needed). Run with Debian's torch:
 import json
 import math
 import os
-import struct
+import sys
 
 import numpy as np
 import torch
 import torch.nn as nn
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from safetensors_io import write_safetensors  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-DTYPES = {
-    np.dtype("float64"): "F64",
-    np.dtype("float32"): "F32",
-    np.dtype("int64"): "I64",
-    np.dtype("bool"): "BOOL",
-}
-
-
-def write_safetensors(path, tensors):
-    """Write {name: np.ndarray} as a safetensors file (keys sorted)."""
-    header, chunks, offset = {}, [], 0
-    for name in sorted(tensors):
-        a = np.array(tensors[name], order="C")  # ascontiguousarray would make scalars 1-D
-        data = a.astype(a.dtype.newbyteorder("<")).tobytes()
-        header[name] = {
-            "dtype": DTYPES[a.dtype],
-            "shape": list(a.shape),
-            "data_offsets": [offset, offset + len(data)],
-        }
-        chunks.append(data)
-        offset += len(data)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path + ".tmp", "wb") as f:
-        f.write(struct.pack("<Q", len(h)))
-        f.write(h)
-        for c in chunks:
-            f.write(c)
-    os.replace(path + ".tmp", path)
-    print(f"{os.path.relpath(path)}: {len(tensors)} tensors, {os.path.getsize(path)} bytes")
-
 
 def arr(t):
     return t.detach().cpu().numpy().copy()
