@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flockml/flock/dataset"
+	"github.com/flockml/flock/train"
+)
+
+// TestUsage runs command lines that stop before training and checks the
+// exit status and output: help on stdout with status 0, and for every
+// mistake one line on stderr with status 2.
+func TestUsage(t *testing.T) {
+	empty := t.TempDir()
+	cases := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout []string
+		stderr []string
+	}{
+		{"no command", nil, exitUsage, nil, []string{"Usage:", "train"}},
+		{"help flag", []string{"--help"}, exitOK, []string{"Usage:", "flock <command>", "train", "help"}, nil},
+		{"help", []string{"help"}, exitOK, []string{"Usage:", "train"}, nil},
+		{"help train", []string{"help", "train"}, exitOK, []string{"Usage: flock train", "--epochs N", "(default 5)", "--optimizer NAME", "(default sgd)", "--lr X", "(default 0.05)", "--warmup EPOCHS"}, nil},
+		{"train help", []string{"train", "--help"}, exitOK, []string{"Usage: flock train", "--batch-size N", "(default 128)", "--schedule NAME", "(default cosine)"}, nil},
+		{"train -h", []string{"train", "-h"}, exitOK, []string{"Usage: flock train"}, nil},
+		{"help unknown", []string{"help", "fly"}, exitUsage, nil, []string{`unknown command "fly"`}},
+		{"unknown command", []string{"fly"}, exitUsage, nil, []string{`flock: unknown command "fly"`, "flock --help"}},
+		{"flag before command", []string{"--epochs", "3"}, exitUsage, nil, []string{"flag --epochs before a command"}},
+		{"unknown flag", []string{"train", "--epoch", "3"}, exitUsage, nil, []string{"flag provided but not defined: -epoch", "flock train --help"}},
+		{"negative epochs", []string{"train", "--epochs", "-1"}, exitUsage, nil, []string{"epochs -1: want > 0"}},
+		{"zero lr", []string{"train", "--lr", "0"}, exitUsage, nil, []string{"lr 0: want a finite value > 0"}},
+		{"negative lr", []string{"train", "--lr=-0.1"}, exitUsage, nil, []string{"lr -0.1"}},
+		{"lr not a number", []string{"train", "--lr", "fast"}, exitUsage, nil, []string{`invalid value "fast" for flag -lr`}},
+		{"unknown optimizer", []string{"train", "--optimizer", "rmsprop"}, exitUsage, nil, []string{`unknown optimizer "rmsprop" (want sgd, adamw, lars)`}},
+		{"unknown model", []string{"train", "--model", "resnet"}, exitUsage, nil, []string{`unknown model "resnet"`}},
+		{"unknown schedule", []string{"train", "--schedule", "exp"}, exitUsage, nil, []string{`unknown schedule "exp"`}},
+		{"batch size", []string{"train", "--batch-size", "0"}, exitUsage, nil, []string{"batch size 0"}},
+		{"warm-up too long", []string{"train", "--epochs", "2", "--warmup", "3"}, exitUsage, nil, []string{"warm-up 3 epochs"}},
+		{"negative threads", []string{"train", "--threads", "-2"}, exitUsage, nil, []string{"threads -2"}},
+		{"stray argument", []string{"train", "mlp"}, exitUsage, nil, []string{`unexpected argument "mlp"`}},
+		{"missing data", []string{"train", "--data", empty}, exitFailure, nil, []string{"Fashion-MNIST not found", empty, "--download"}},
+		{"missing checkpoint", []string{"train", "--resume", filepath.Join(empty, "none.safetensors")}, exitFailure, nil, []string{"none.safetensors", "no such file"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(c.args, &stdout, &stderr)
+			if code != c.code {
+				t.Errorf("exit status %d, want %d (stderr %q)", code, c.code, stderr.String())
+			}
+			for _, w := range c.stdout {
+				if !strings.Contains(stdout.String(), w) {
+					t.Errorf("stdout does not contain %q:\n%s", w, stdout.String())
+				}
+			}
+			for _, w := range c.stderr {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr does not contain %q:\n%s", w, stderr.String())
+				}
+			}
+			if c.code == exitOK && stderr.Len() > 0 {
+				t.Errorf("stderr not empty: %q", stderr.String())
+			}
+			if c.code != exitOK && len(c.args) > 0 {
+				if n := strings.Count(stderr.String(), "\n"); n != 1 || stdout.Len() > 0 {
+					t.Errorf("%d lines on stderr and %d bytes on stdout, want one line on stderr only:\n%s", n, stdout.Len(), stderr.String())
+				}
+			}
+		})
+	}
+}
+
+// needData skips the test when Fashion-MNIST is not installed.
+func needData(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("trains on Fashion-MNIST; skipped in -short mode")
+	}
+	if _, _, err := dataset.LoadFashionMNIST(context.Background(), dataset.FashionMNISTOptions{}); errors.Is(err, dataset.ErrNotFound) {
+		t.Skipf("Fashion-MNIST is not installed: %v", err)
+	}
+}
+
+// TestTrainJSON trains an MLP for one epoch with --json and a checkpoint,
+// checks the records, then resumes from the checkpoint (nothing left to
+// do) and refuses to resume it into another model.
+func TestTrainJSON(t *testing.T) {
+	needData(t)
+	ckpt := filepath.Join(t.TempDir(), "mlp.safetensors")
+	var stdout, stderr bytes.Buffer
+	args := []string{"train", "--model", "mlp", "--epochs", "1", "--batch-size", "500", "--lr", "0.1", "--log-every", "40", "--json", "--checkpoint", ckpt}
+	if code := run(args, &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit status %d: %s", code, stderr.String())
+	}
+	var kinds []string
+	var last map[string]any
+	for line := range strings.Lines(stdout.String()) {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("line %q is not JSON: %v", line, err)
+		}
+		kinds = append(kinds, rec["kind"].(string))
+		for _, k := range []string{"step", "epoch", "lr", "loss", "acc", "img_per_s", "elapsed_s"} {
+			if _, ok := rec[k]; !ok && rec["kind"] != "summary" {
+				t.Errorf("record %s lacks %q", line, k)
+			}
+		}
+		last = rec
+	}
+	if want := "train train train eval summary"; strings.Join(kinds, " ") != want {
+		t.Errorf("record kinds %v, want %s", kinds, want)
+	}
+	if acc := last["test_acc"].(float64); acc < 0.75 || last["steps"].(float64) != 120 {
+		t.Errorf("summary %v: want 120 steps and test accuracy ≥ 0.75", last)
+	}
+	if _, err := os.Stat(ckpt); err != nil {
+		t.Fatalf("no checkpoint: %v", err)
+	}
+
+	stdout.Reset()
+	if code := run([]string{"train", "--resume", ckpt}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("resume: exit status %d: %s", code, stderr.String())
+	}
+	for _, w := range []string{"mlp", "resumed from " + ckpt + " at step 120", "test accuracy"} {
+		if !strings.Contains(stdout.String(), w) {
+			t.Errorf("resumed output does not contain %q:\n%s", w, stdout.String())
+		}
+	}
+	stderr.Reset()
+	if code := run([]string{"train", "--resume", ckpt, "--model", "cnn"}, &stdout, &stderr); code != exitFailure {
+		t.Errorf("resume into another model: exit status %d, want %d", code, exitFailure)
+	}
+	if !strings.Contains(stderr.String(), `it holds a "mlp" model, this run trains "cnn"`) {
+		t.Errorf("resume into another model: stderr %q", stderr.String())
+	}
+}
+
+// TestInterrupt runs the built command, sends it SIGINT after its first
+// record and checks that it writes a checkpoint and exits with status 130.
+func TestInterrupt(t *testing.T) {
+	needData(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "flock")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ckpt := filepath.Join(dir, "run.safetensors")
+	cmd := exec.Command(bin, "train", "--model", "mlp", "--batch-size", "100", "--log-every", "5", "--json", "--checkpoint", ckpt)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			cmd.Process.Kill()
+		}
+	}()
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() {
+		t.Fatalf("no record; stderr %q", stderr.String())
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	for sc.Scan() {
+	}
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitInterrupted {
+		t.Fatalf("exit %v, want status %d; stderr %q", err, exitInterrupted, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "checkpoint written to "+ckpt) {
+		t.Errorf("stderr %q does not report the checkpoint", stderr.String())
+	}
+	if _, err := os.Stat(ckpt); err != nil {
+		t.Errorf("no checkpoint: %v", err)
+	}
+}
+
+// TestReporter checks the human output: a redrawn progress bar on a
+// terminal, plain lines otherwise, and the summary table.
+func TestReporter(t *testing.T) {
+	p := train.Progress{Step: 30, TotalSteps: 100, Epoch: 2, Epochs: 5, Batch: 10, StepsPerEpoch: 20, Loss: 0.4321, ImagesPerSec: 1234, Elapsed: 3 * time.Second}
+	rec := train.Record{Kind: train.KindTrain, Step: 30, Epoch: 2, LR: 0.05, Loss: 0.4321, Acc: 0.875, ImagesPerSec: 1234, Elapsed: 3}
+	eval := train.Record{Kind: train.KindEval, Step: 40, Epoch: 2, Loss: 0.3, Acc: 0.9012, Elapsed: 4}
+	sum := train.Summary{Epochs: 5, Steps: 100, Wall: 90 * time.Second, ImagesPerSec: 1500, TrainLoss: 0.25, Evaluated: true, TestLoss: 0.28, TestAcc: 0.9123}
+
+	var term bytes.Buffer
+	r := newReporter(&term, false, true)
+	r.progress(p)
+	r.record(rec)
+	r.record(eval)
+	r.finish(sum)
+	got := term.String()
+	for _, w := range []string{"\r\033[Kepoch 2/5 [===============>              ] 10/20  loss 0.4321  1234 img/s", "\r\033[Kepoch 2 test  loss 0.3000  acc 90.12%", "test accuracy     91.23%", "wall time         1m30s"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("terminal output does not contain %q:\n%q", w, got)
+		}
+	}
+	if strings.Contains(got, "lr 0.05") {
+		t.Errorf("terminal output has a training line besides the bar:\n%q", got)
+	}
+
+	var plain bytes.Buffer
+	r = newReporter(&plain, false, false)
+	r.progress(p)
+	r.record(rec)
+	got = plain.String()
+	if want := "epoch 2 step 30  lr 0.05  loss 0.4321  acc 87.50%  1234 img/s  3s\n"; got != want {
+		t.Errorf("plain output %q, want %q", got, want)
+	}
+
+	var js bytes.Buffer
+	r = newReporter(&js, true, true)
+	r.progress(p)
+	r.record(rec)
+	r.finish(sum)
+	lines := strings.Split(strings.TrimSpace(js.String()), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], `{"kind":"train","step":30,"epoch":2,"lr":0.05,"loss":0.4321,"acc":0.875`) ||
+		!strings.Contains(lines[1], `"kind":"summary"`) || !strings.Contains(lines[1], `"test_acc":0.9123`) {
+		t.Errorf("JSON output:\n%s", js.String())
+	}
+}

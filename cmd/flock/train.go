@@ -1,0 +1,347 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/flockml/flock/dataset"
+	"github.com/flockml/flock/nn"
+	"github.com/flockml/flock/nn/models"
+	"github.com/flockml/flock/train"
+)
+
+// trainOptions are the flags of flock train that are not part of the run's
+// train.Config.
+type trainOptions struct {
+	json       bool
+	checkpoint string
+	resume     string
+	data       string
+	download   bool
+	threads    int
+}
+
+// trainFlags returns the flag set of flock train, bound to cfg and o. Flag
+// values start as cfg's and o's current values.
+func trainFlags(cfg *train.Config, o *trainOptions) *flag.FlagSet {
+	fs := flag.NewFlagSet("flock train", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&cfg.Model, "model", cfg.Model, "network: "+modelList())
+	fs.IntVar(&cfg.Epochs, "epochs", cfg.Epochs, "passes over the training set")
+	fs.IntVar(&cfg.BatchSize, "batch-size", cfg.BatchSize, "images per optimizer step")
+	fs.Float64Var(&cfg.LR, "lr", cfg.LR, "peak learning rate (> 0), reached after the warm-up")
+	fs.StringVar(&cfg.Optimizer, "optimizer", cfg.Optimizer, "optimizer: "+strings.Join(train.Optimizers, ", "))
+	fs.Float64Var(&cfg.Momentum, "momentum", cfg.Momentum, "momentum of sgd and lars, in [0, 1)")
+	fs.BoolVar(&cfg.Nesterov, "nesterov", cfg.Nesterov, "Nesterov momentum for sgd and lars (--nesterov=false to turn off)")
+	fs.Float64Var(&cfg.WeightDecay, "weight-decay", cfg.WeightDecay, "weight decay (decoupled for adamw)")
+	fs.StringVar(&cfg.Schedule, "schedule", cfg.Schedule, "learning-rate decay after the warm-up: cosine (to 0), step (×0.1 at 50% and 75%), linear (to 0), constant")
+	fs.Float64Var(&cfg.WarmupEpochs, "warmup", cfg.WarmupEpochs, "linear warm-up from 0.1·lr to lr, in `EPOCHS` (fractions allowed, rounded to whole steps)")
+	fs.Float64Var(&cfg.LabelSmoothing, "label-smoothing", cfg.LabelSmoothing, "label smoothing ε of the training loss, in [0, 1)")
+	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the initial weights and of the data order")
+	fs.IntVar(&cfg.EvalEvery, "eval-every", cfg.EvalEvery, "evaluate on the test set every `N` epochs (the last epoch always; 0: only the last)")
+	fs.IntVar(&cfg.LogEvery, "log-every", cfg.LogEvery, "log the training loss every `N` steps (0: once per epoch)")
+	fs.BoolVar(&o.json, "json", o.json, "write JSON Lines records to stdout instead of the human output")
+	fs.StringVar(&o.checkpoint, "checkpoint", o.checkpoint, "write a checkpoint to `PATH` at the end of each epoch and on interrupt (Ctrl-C)")
+	fs.StringVar(&o.resume, "resume", o.resume, "resume the run saved in the checkpoint at `PATH`; its settings apply unless given as flags")
+	fs.StringVar(&o.data, "data", o.data, "`DIR` holding the Fashion-MNIST files (default: $FLOCK_DATA/fashion-mnist, the user cache, "+dataset.DebianFashionMNISTDir+")")
+	fs.BoolVar(&o.download, "download", o.download, "download Fashion-MNIST when it is not found")
+	fs.IntVar(&o.threads, "threads", o.threads, fmt.Sprintf("worker threads, GOMAXPROCS (0: all %d cores)", runtime.NumCPU()))
+	return fs
+}
+
+func modelList() string {
+	var parts []string
+	for _, n := range models.Names() {
+		parts = append(parts, fmt.Sprintf("%s (%s)", n, models.Describe(n)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func trainHelp(w io.Writer) {
+	cfg, o := train.DefaultConfig(), trainOptions{}
+	fs := trainFlags(&cfg, &o)
+	fmt.Fprint(w, `Usage: flock train [flags]
+
+Train a model on Fashion-MNIST (60000 training, 10000 test images) and
+report the test loss and accuracy. The defaults train the small CNN with
+Nesterov SGD and a cosine schedule to about 91% test accuracy in 5 epochs.
+
+Output: a progress bar when stdout is a terminal, periodic lines otherwise,
+then a summary table; with --json, one JSON object per line instead:
+{"kind":"train"|"eval","step","epoch","lr","loss","acc","img_per_s","elapsed_s"}
+and a final {"kind":"summary", ...}.
+
+A checkpoint holds the model, the optimizer, the schedule's step, the random
+generator, the data position and the settings in one safetensors file; a
+run resumed from it continues exactly as if it had not stopped.
+
+Flags:
+`)
+	fs.VisitAll(func(f *flag.Flag) {
+		name, use := flag.UnquoteUsage(f)
+		switch name {
+		case "value":
+			name = ""
+		case "float", "int", "uint", "string":
+			name = map[string]string{"float": "X", "int": "N", "uint": "N", "string": "NAME"}[name]
+		}
+		head := "--" + f.Name
+		if name != "" {
+			head += " " + name
+		}
+		def := ""
+		if f.DefValue != "" && f.DefValue != "false" {
+			def = " (default " + f.DefValue + ")"
+		}
+		fmt.Fprintf(w, "  %-22s %s%s\n", head, use, def)
+	})
+	fmt.Fprint(w, `
+Examples:
+  flock train
+  flock train --model mlp --epochs 10 --optimizer adamw --lr 1e-3 --weight-decay 0.05
+  flock train --checkpoint run.safetensors      # Ctrl-C, then:
+  flock train --resume run.safetensors --checkpoint run.safetensors
+`)
+}
+
+// usageError reports a bad command line in one line and returns exitUsage.
+func usageError(stderr io.Writer, format string, a ...any) int {
+	fmt.Fprintf(stderr, "flock train: "+format+"; run 'flock train --help' for usage\n", a...)
+	return exitUsage
+}
+
+func runTrain(args []string, stdout, stderr io.Writer) int {
+	cfg, o := train.DefaultConfig(), trainOptions{}
+	fs := trainFlags(&cfg, &o)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			trainHelp(stdout)
+			return exitOK
+		}
+		return usageError(stderr, "%v", err)
+	}
+	if fs.NArg() > 0 {
+		return usageError(stderr, "unexpected argument %q", fs.Arg(0))
+	}
+	if o.resume != "" {
+		saved, err := train.ReadCheckpointConfig(o.resume)
+		if err != nil {
+			fmt.Fprintf(stderr, "flock train: %v\n", err)
+			return exitFailure
+		}
+		// The checkpoint's settings, overridden by the flags given.
+		cfg = saved
+		if err := trainFlags(&cfg, &o).Parse(args); err != nil {
+			return usageError(stderr, "%v", err)
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageError(stderr, "%s", strings.TrimPrefix(err.Error(), "train: config: "))
+	}
+	if o.threads < 0 {
+		return usageError(stderr, "threads %d: want ≥ 0", o.threads)
+	}
+	if o.threads > 0 {
+		runtime.GOMAXPROCS(o.threads)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	go func() {
+		// A second Ctrl-C kills the process at once.
+		<-ctx.Done()
+		stop()
+	}()
+
+	var progress io.Writer
+	if !o.json {
+		progress = stderr
+	}
+	trainSet, testSet, err := dataset.LoadFashionMNIST(ctx, dataset.FashionMNISTOptions{
+		Dir: o.data, Download: o.download, Progress: progress,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "flock train: %v\n", err)
+		if errors.Is(err, context.Canceled) {
+			return exitInterrupted
+		}
+		return exitFailure
+	}
+
+	out := newReporter(stdout, o.json, isTerminal(stdout))
+	t, err := train.New(cfg, trainSet, testSet, train.Options{
+		OnRecord:       out.record,
+		OnProgress:     out.progress,
+		CheckpointPath: o.checkpoint,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "flock train: %v\n", err)
+		return exitFailure
+	}
+	defer t.Close()
+	if o.resume != "" {
+		if err := t.LoadCheckpoint(o.resume); err != nil {
+			fmt.Fprintf(stderr, "flock train: %v\n", err)
+			return exitFailure
+		}
+	}
+	out.start(t, trainSet, testSet, o)
+	sum, err := t.Run(ctx)
+	out.finish(sum)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			msg := fmt.Sprintf("flock train: interrupted after step %d of %d", t.Step(), t.TotalSteps())
+			if o.checkpoint != "" {
+				msg += fmt.Sprintf("; checkpoint written to %s (continue with --resume %[1]s)", o.checkpoint)
+			}
+			fmt.Fprintln(stderr, msg)
+			return exitInterrupted
+		}
+		fmt.Fprintf(stderr, "flock train: %v\n", err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// reporter writes a run's records for people (a progress bar on a
+// terminal, plain lines otherwise) or as JSON Lines.
+type reporter struct {
+	w        io.Writer
+	json     bool
+	terminal bool
+	enc      *json.Encoder
+	lastDraw time.Time
+	drawn    bool
+}
+
+func newReporter(w io.Writer, jsonOut, terminal bool) *reporter {
+	return &reporter{w: w, json: jsonOut, terminal: terminal && !jsonOut, enc: json.NewEncoder(w)}
+}
+
+func (r *reporter) start(t *train.Trainer, trainSet, testSet *dataset.Images, o trainOptions) {
+	if r.json {
+		return
+	}
+	cfg := t.Config()
+	fmt.Fprintf(r.w, "flock train: %s (%d parameters) on Fashion-MNIST, %d training / %d test images\n",
+		cfg.Model, nn.NumParameters(t.Model()), trainSet.N, testSet.N)
+	opt := cfg.Optimizer
+	if cfg.Optimizer != "adamw" {
+		opt += fmt.Sprintf(" momentum %g", cfg.Momentum)
+		if cfg.Nesterov {
+			opt += " nesterov"
+		}
+	}
+	fmt.Fprintf(r.w, "  %d epochs × %d steps of %d, %s, lr %g %s (warm-up %g epochs), weight decay %g, %d threads\n",
+		cfg.Epochs, t.StepsPerEpoch(), cfg.BatchSize, opt, cfg.LR, cfg.Schedule, cfg.WarmupEpochs, cfg.WeightDecay, runtime.GOMAXPROCS(0))
+	if o.resume != "" {
+		fmt.Fprintf(r.w, "  resumed from %s at step %d (epoch %d, batch %d)\n", o.resume, t.Step(), t.Position().Epoch+1, t.Position().Batch)
+	}
+}
+
+// clear erases the progress bar so that a line can be printed.
+func (r *reporter) clear() {
+	if r.drawn {
+		fmt.Fprint(r.w, "\r\033[K")
+		r.drawn = false
+	}
+}
+
+func (r *reporter) record(rec train.Record) {
+	if r.json {
+		r.enc.Encode(rec)
+		return
+	}
+	switch rec.Kind {
+	case train.KindTrain:
+		if r.terminal {
+			return
+		}
+		fmt.Fprintf(r.w, "epoch %d step %d  lr %.4g  loss %.4f  acc %5.2f%%  %.0f img/s  %s\n",
+			rec.Epoch, rec.Step, rec.LR, rec.Loss, 100*rec.Acc, rec.ImagesPerSec, seconds(rec.Elapsed))
+	case train.KindEval:
+		r.clear()
+		fmt.Fprintf(r.w, "epoch %d test  loss %.4f  acc %5.2f%%  (%s)\n",
+			rec.Epoch, rec.Loss, 100*rec.Acc, seconds(rec.Elapsed))
+	}
+}
+
+func seconds(s float64) string {
+	return time.Duration(s * float64(time.Second)).Round(100 * time.Millisecond).String()
+}
+
+func (r *reporter) progress(p train.Progress) {
+	if !r.terminal {
+		return
+	}
+	if p.Step != p.TotalSteps && time.Since(r.lastDraw) < 100*time.Millisecond {
+		return
+	}
+	r.lastDraw = time.Now()
+	const width = 30
+	done := width * p.Batch / p.StepsPerEpoch
+	bar := strings.Repeat("=", done) + strings.Repeat(" ", width-done)
+	if done < width {
+		bar = bar[:done] + ">" + bar[done+1:]
+	}
+	fmt.Fprintf(r.w, "\r\033[Kepoch %d/%d [%s] %d/%d  loss %.4f  %.0f img/s  %s",
+		p.Epoch, p.Epochs, bar, p.Batch, p.StepsPerEpoch, p.Loss, p.ImagesPerSec, p.Elapsed.Round(time.Second))
+	r.drawn = true
+}
+
+func (r *reporter) finish(s train.Summary) {
+	if r.json {
+		v := struct {
+			Kind         string   `json:"kind"`
+			Epochs       int      `json:"epochs"`
+			Steps        int      `json:"steps"`
+			Wall         float64  `json:"wall_s"`
+			ImagesPerSec float64  `json:"img_per_s"`
+			TrainLoss    float64  `json:"train_loss"`
+			TrainAcc     float64  `json:"train_acc"`
+			TestLoss     *float64 `json:"test_loss,omitempty"`
+			TestAcc      *float64 `json:"test_acc,omitempty"`
+		}{"summary", s.Epochs, s.Steps, s.Wall.Seconds(), s.ImagesPerSec, s.TrainLoss, s.TrainAcc, nil, nil}
+		if s.Evaluated {
+			v.TestLoss, v.TestAcc = &s.TestLoss, &s.TestAcc
+		}
+		r.enc.Encode(v)
+		return
+	}
+	r.clear()
+	fmt.Fprintln(r.w)
+	tw := tabwriter.NewWriter(r.w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "epochs\t%d\n", s.Epochs)
+	fmt.Fprintf(tw, "steps\t%d\n", s.Steps)
+	fmt.Fprintf(tw, "wall time\t%s\n", s.Wall.Round(100*time.Millisecond))
+	fmt.Fprintf(tw, "images/s\t%.0f\n", s.ImagesPerSec)
+	fmt.Fprintf(tw, "final train loss\t%.4f\n", s.TrainLoss)
+	if s.Evaluated {
+		fmt.Fprintf(tw, "test loss\t%.4f\n", s.TestLoss)
+		fmt.Fprintf(tw, "test accuracy\t%.2f%%\n", 100*s.TestAcc)
+	} else {
+		fmt.Fprintf(tw, "test loss\t-\n")
+		fmt.Fprintf(tw, "test accuracy\t-\n")
+	}
+	tw.Flush()
+}

@@ -1,0 +1,164 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/flockml/flock/autograd"
+	"github.com/flockml/flock/nn"
+	"github.com/flockml/flock/nn/models"
+	"github.com/flockml/flock/optim"
+)
+
+// Config describes a training run completely: with the same Config, data
+// and thread count, two runs compute the same numbers. It is stored, as
+// JSON, in every checkpoint.
+type Config struct {
+	// Model names a network of package nn/models ("mlp", "cnn").
+	Model string `json:"model"`
+	// Epochs is the number of passes over the training set.
+	Epochs int `json:"epochs"`
+	// BatchSize is the number of images per optimizer step.
+	BatchSize int `json:"batch_size"`
+	// LR is the peak learning rate η, reached at the end of the warm-up.
+	LR float64 `json:"lr"`
+	// Optimizer is "sgd", "adamw" or "lars".
+	Optimizer string `json:"optimizer"`
+	// Momentum μ of SGD and LARS (AdamW's β₁ stays at 0.9).
+	Momentum float64 `json:"momentum"`
+	// Nesterov switches SGD and LARS to Nesterov momentum (needs μ > 0).
+	Nesterov bool `json:"nesterov"`
+	// WeightDecay λ: coupled (added to the gradient) for SGD and LARS,
+	// decoupled for AdamW.
+	WeightDecay float64 `json:"weight_decay"`
+	// Schedule is the decay after the warm-up: "cosine" (to 0 at the last
+	// step), "linear" (to 0), "step" (×0.1 at 50% and 75% of the steps) or
+	// "constant".
+	Schedule string `json:"schedule"`
+	// WarmupEpochs is the length of the linear warm-up from 0.1·η to η, in
+	// epochs (fractions allowed); it is rounded to whole steps.
+	WarmupEpochs float64 `json:"warmup_epochs"`
+	// LabelSmoothing ε of the training loss (the test loss uses none).
+	LabelSmoothing float64 `json:"label_smoothing"`
+	// Seed draws the initial weights and the order of every epoch.
+	Seed uint64 `json:"seed"`
+	// EvalEvery evaluates on the test set after every EvalEvery-th epoch;
+	// the last epoch is always evaluated. 0 evaluates only after the last.
+	EvalEvery int `json:"eval_every"`
+	// LogEvery emits a training record every LogEvery steps (0: only at
+	// the end of each epoch).
+	LogEvery int `json:"log_every"`
+	// EvalBatchSize is the batch size of evaluation (0: 1000).
+	EvalBatchSize int `json:"eval_batch_size,omitempty"`
+}
+
+// DefaultConfig returns the settings of `flock train` without flags: the
+// small CNN on Fashion-MNIST with Nesterov SGD and a cosine schedule, which
+// reaches about 91% test accuracy in 5 epochs.
+func DefaultConfig() Config {
+	return Config{
+		Model:          "cnn",
+		Epochs:         5,
+		BatchSize:      128,
+		LR:             0.05,
+		Optimizer:      "sgd",
+		Momentum:       0.9,
+		Nesterov:       true,
+		WeightDecay:    5e-4,
+		Schedule:       "cosine",
+		WarmupEpochs:   0.2,
+		LabelSmoothing: 0,
+		Seed:           1,
+		EvalEvery:      1,
+		LogEvery:       50,
+	}
+}
+
+// Optimizers lists the accepted values of Config.Optimizer.
+var Optimizers = []string{"sgd", "adamw", "lars"}
+
+// Schedules lists the accepted values of Config.Schedule.
+var Schedules = []string{"cosine", "step", "linear", "constant"}
+
+// Validate reports the first setting that is out of range, naming it as the
+// command line does.
+func (c Config) Validate() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("train: config: "+format, a...)
+	}
+	switch {
+	case !slices.Contains(models.Names(), c.Model):
+		return bad("unknown model %q (want %s)", c.Model, strings.Join(models.Names(), ", "))
+	case c.Epochs <= 0:
+		return bad("epochs %d: want > 0", c.Epochs)
+	case c.BatchSize <= 0:
+		return bad("batch size %d: want > 0", c.BatchSize)
+	case !(c.LR > 0) || math.IsInf(c.LR, 0):
+		return bad("lr %v: want a finite value > 0", c.LR)
+	case !slices.Contains(Optimizers, c.Optimizer):
+		return bad("unknown optimizer %q (want %s)", c.Optimizer, strings.Join(Optimizers, ", "))
+	case !(c.Momentum >= 0 && c.Momentum < 1):
+		return bad("momentum %v: want 0 ≤ momentum < 1", c.Momentum)
+	case c.Nesterov && c.Momentum == 0 && c.Optimizer != "adamw":
+		return bad("nesterov needs momentum > 0 (turn nesterov off for plain SGD)")
+	case !(c.WeightDecay >= 0) || math.IsInf(c.WeightDecay, 0):
+		return bad("weight decay %v: want a finite value ≥ 0", c.WeightDecay)
+	case !slices.Contains(Schedules, c.Schedule):
+		return bad("unknown schedule %q (want %s)", c.Schedule, strings.Join(Schedules, ", "))
+	case !(c.WarmupEpochs >= 0) || c.WarmupEpochs >= float64(c.Epochs) && c.Schedule != "constant" && c.Schedule != "step":
+		return bad("warm-up %v epochs: want 0 ≤ warm-up < epochs (%d)", c.WarmupEpochs, c.Epochs)
+	case !(c.LabelSmoothing >= 0 && c.LabelSmoothing < 1):
+		return bad("label smoothing %v: want 0 ≤ ε < 1", c.LabelSmoothing)
+	case c.EvalEvery < 0:
+		return bad("eval every %d epochs: want ≥ 0", c.EvalEvery)
+	case c.LogEvery < 0:
+		return bad("log every %d steps: want ≥ 0", c.LogEvery)
+	case c.EvalBatchSize < 0:
+		return bad("eval batch size %d: want ≥ 0", c.EvalBatchSize)
+	}
+	return nil
+}
+
+// schedule returns the learning-rate schedule of c for a run of
+// stepsPerEpoch·Epochs steps.
+func (c Config) schedule(stepsPerEpoch int) (optim.Schedule, error) {
+	decay, err := optim.ParseDecay(c.Schedule)
+	if err != nil {
+		return optim.Schedule{}, err
+	}
+	total := stepsPerEpoch * c.Epochs
+	s := optim.Schedule{
+		Base:        c.LR,
+		Decay:       decay,
+		WarmupSteps: int(math.Round(c.WarmupEpochs * float64(stepsPerEpoch))),
+		WarmupStart: 0.1,
+		TotalSteps:  total,
+	}
+	if decay == optim.Step {
+		s.Milestones = []int{total / 2, total * 3 / 4}
+		s.Gamma = 0.1
+	}
+	if err := s.Validate(); err != nil {
+		return optim.Schedule{}, fmt.Errorf("train: config: %w", err)
+	}
+	return s, nil
+}
+
+// optimizer builds c's optimizer over the named parameters of a model. Each
+// parameter's state is keyed by its dotted name.
+func (c Config) optimizer(params []nn.NamedParameter) optim.Optimizer {
+	ps := make([]*autograd.Var, len(params))
+	names := make([]string, len(params))
+	for i, p := range params {
+		ps[i], names[i] = p.Param, p.Name
+	}
+	switch c.Optimizer {
+	case "adamw":
+		return optim.NewAdamW([]*optim.Group{optim.NewGroup(ps, names, c.LR, c.WeightDecay)}, optim.AdamWOptions{})
+	case "lars":
+		return optim.NewLARS(optim.SplitForLARS(ps, names, c.LR, c.WeightDecay), optim.LARSOptions{Momentum: c.Momentum, Nesterov: c.Nesterov})
+	}
+	return optim.NewSGD([]*optim.Group{optim.NewGroup(ps, names, c.LR, c.WeightDecay)}, optim.SGDOptions{Momentum: c.Momentum, Nesterov: c.Nesterov})
+}

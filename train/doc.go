@@ -1,0 +1,63 @@
+// Package train is flock's training loop: a model, a data set, an
+// optimizer with a learning-rate schedule, and a Strategy that decides how
+// workers cooperate, with evaluation, metrics, checkpoints and exact resume.
+//
+// # A run
+//
+// A Config names everything that changes a run's numbers: the model (a
+// name of package nn/models), epochs, batch size, optimizer (SGD with
+// Nesterov momentum, AdamW, LARS), learning rate, warm-up and decay, weight
+// decay, label smoothing and the seed. New builds the model for the images
+// it is given (their size and number of classes), the optimizer over the
+// model's named parameters, the schedule over Epochs·StepsPerEpoch steps
+// and a shuffling dataset.Loader; Run trains. Options hold what does not
+// change the numbers: the strategy, callbacks for records and progress,
+// the checkpoint path.
+//
+// One step, at step s of the run (counting from 0):
+//
+//	batch ← loader at (epoch, batch) = (s / StepsPerEpoch, s mod StepsPerEpoch)
+//	η ← schedule.LR(s);  optimizer.SetLR(η)
+//	loss ← CrossEntropy(model(batch.X), batch.Y);  loss.Backward()
+//	strategy.AfterBackward                 (gradients final)
+//	optimizer.Step()
+//	strategy.AfterStep                     (parameters updated)
+//	optimizer.ZeroGrad()
+//
+// and every tensor the step made (the batch, the outputs, the loss, the
+// gradients) is released before the next, so memory stays flat.
+//
+// # Strategies
+//
+// A Strategy sees the run through a StepContext: the named parameters and
+// their gradients, the optimizer, the schedule (any step's rate, for rules
+// that look ahead), the run's random generator, the step, its position and
+// its learning rate. SingleWorker does nothing; data-parallel training
+// (all-reduce of gradient buckets fired by autograd's OnGradReady hooks,
+// registered in Setup and awaited in AfterBackward), local SGD and QSR
+// (average the parameters in AfterStep when the period — chosen from the
+// next step's rate — ends) and gossip (mix with neighbours in AfterStep)
+// plug in as strategies; Options.Rank and World shard the data among
+// workers. A strategy with state implements Stateful to be checkpointed.
+//
+// # Metrics
+//
+// Every Config.LogEvery steps and at the end of each epoch the Trainer
+// emits a training Record (mean loss and accuracy per image since the last
+// one, throughput, learning rate, elapsed time); after every
+// Config.EvalEvery-th epoch and after the last it evaluates on the test
+// set, in evaluation mode and without recording gradients, and emits an
+// evaluation Record. Records marshal as one JSON object each, for JSON
+// Lines logs.
+//
+// # Checkpoints
+//
+// SaveCheckpoint writes one safetensors file, atomically (a temporary
+// file, synced, renamed over the old one): the model's state dict, the
+// optimizer's state, a Stateful strategy's state, and metadata holding the
+// Config, the step and data position, the random generator's state and the
+// metric accumulators. LoadCheckpoint into a Trainer built from the same
+// Config continues the run bit for bit: its records and weights are those
+// of a run never interrupted. A checkpoint of another model, or of another
+// batch size or data set, is refused with an error saying which.
+package train

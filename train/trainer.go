@@ -1,0 +1,417 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/flockml/flock/autograd"
+	"github.com/flockml/flock/dataset"
+	"github.com/flockml/flock/nn"
+	"github.com/flockml/flock/nn/models"
+	"github.com/flockml/flock/optim"
+	"github.com/flockml/flock/tensor"
+)
+
+// Options are the parts of a run that do not change its numbers.
+type Options struct {
+	// Strategy is called after backward and after each optimizer step
+	// (SingleWorker when nil).
+	Strategy Strategy
+	// OnRecord receives every training and evaluation record.
+	OnRecord func(Record)
+	// OnProgress is called after every step.
+	OnProgress func(Progress)
+	// CheckpointPath, when set, receives a checkpoint at the end of every
+	// epoch and when Run is interrupted.
+	CheckpointPath string
+	// Rank and World shard the training set over the workers of a
+	// data-parallel run (World 0 means 1); see dataset.Loader.
+	Rank, World int
+}
+
+// Trainer trains one model on one data set.
+//
+// A Trainer is not safe for concurrent use.
+type Trainer struct {
+	cfg      Config
+	opts     Options
+	model    nn.Layer
+	params   []nn.NamedParameter
+	opt      optim.Optimizer
+	sched    optim.Schedule
+	loss     nn.CrossEntropyLoss
+	gen      *tensor.Generator
+	data     *dataset.Loader
+	test     *dataset.Loader
+	strategy Strategy
+	sc       StepContext
+	setUp    bool
+
+	step int
+	// interval covers the steps since the last training record, epoch the
+	// current epoch, prevEpoch the last whole epoch and total the run.
+	interval, epoch, prevEpoch, total meter
+	evaluated                         bool
+	testLoss, testAcc                 float64
+	// elapsed is the wall time of the run before the current call to Run.
+	elapsed  time.Duration
+	runStart time.Time
+}
+
+// New builds the model, optimizer, schedule and data loaders that cfg
+// describes, for the images of trainSet; testSet (which may be nil) is used
+// for evaluation. The model's input and number of classes come from the
+// data.
+func New(cfg Config, trainSet, testSet *dataset.Images, opts Options) (*Trainer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if trainSet == nil {
+		return nil, errors.New("train: no training set")
+	}
+	if testSet != nil && (testSet.C != trainSet.C || testSet.H != trainSet.H || testSet.W != trainSet.W || len(testSet.Classes) != len(trainSet.Classes)) {
+		return nil, fmt.Errorf("train: test images %d×%d×%d in %d classes differ from training images %d×%d×%d in %d classes",
+			testSet.C, testSet.H, testSet.W, len(testSet.Classes), trainSet.C, trainSet.H, trainSet.W, len(trainSet.Classes))
+	}
+	data, err := dataset.NewLoader(trainSet, dataset.LoaderOptions{
+		BatchSize: cfg.BatchSize, Shuffle: true, Seed: cfg.Seed, Rank: opts.Rank, World: opts.World,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	if data.BatchesPerEpoch() == 0 {
+		return nil, fmt.Errorf("train: the training set gives no batch (%d images)", data.Len())
+	}
+	var test *dataset.Loader
+	if testSet != nil {
+		bs := cfg.EvalBatchSize
+		if bs == 0 {
+			bs = 1000
+		}
+		if test, err = dataset.NewLoader(testSet, dataset.LoaderOptions{BatchSize: bs}); err != nil {
+			return nil, fmt.Errorf("train: test set: %w", err)
+		}
+	}
+	sched, err := cfg.schedule(data.BatchesPerEpoch())
+	if err != nil {
+		return nil, err
+	}
+	gen := tensor.NewGenerator(cfg.Seed)
+	model, err := models.Build(cfg.Model, models.Config{
+		InChannels: trainSet.C, Height: trainSet.H, Width: trainSet.W, NumClasses: len(trainSet.Classes),
+	}, gen)
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	params := model.NamedParameters()
+	t := &Trainer{
+		cfg:      cfg,
+		opts:     opts,
+		model:    model,
+		params:   params,
+		opt:      cfg.optimizer(params),
+		sched:    sched,
+		loss:     nn.NewCrossEntropyLoss(cfg.LabelSmoothing),
+		gen:      gen,
+		data:     data,
+		test:     test,
+		strategy: opts.Strategy,
+	}
+	if t.strategy == nil {
+		t.strategy = SingleWorker{}
+	}
+	t.sc = StepContext{
+		Params:        params,
+		Model:         model,
+		Optimizer:     t.opt,
+		Schedule:      sched,
+		Generator:     gen,
+		StepsPerEpoch: data.BatchesPerEpoch(),
+		TotalSteps:    t.TotalSteps(),
+	}
+	return t, nil
+}
+
+// Close releases the model. The Trainer must not be used afterwards.
+func (t *Trainer) Close() {
+	t.opt.ZeroGrad()
+	t.model.Release()
+}
+
+// Config returns the run's configuration.
+func (t *Trainer) Config() Config { return t.cfg }
+
+// Model returns the network being trained.
+func (t *Trainer) Model() nn.Layer { return t.model }
+
+// Optimizer returns the optimizer.
+func (t *Trainer) Optimizer() optim.Optimizer { return t.opt }
+
+// Schedule returns the learning-rate schedule.
+func (t *Trainer) Schedule() optim.Schedule { return t.sched }
+
+// Step returns the number of optimizer steps taken.
+func (t *Trainer) Step() int { return t.step }
+
+// StepsPerEpoch returns the number of steps (batches) in an epoch.
+func (t *Trainer) StepsPerEpoch() int { return t.data.BatchesPerEpoch() }
+
+// TotalSteps returns the number of steps of the whole run.
+func (t *Trainer) TotalSteps() int { return t.cfg.Epochs * t.data.BatchesPerEpoch() }
+
+// Position returns the data position of the next step.
+func (t *Trainer) Position() dataset.Position {
+	spe := t.StepsPerEpoch()
+	return dataset.Position{Epoch: t.step / spe, Batch: t.step % spe}
+}
+
+// Run trains until the end of the last epoch; see RunUntil.
+func (t *Trainer) Run(ctx context.Context) (Summary, error) {
+	return t.RunUntil(ctx, t.TotalSteps())
+}
+
+// RunUntil trains until stop steps of the run have been taken (or the run
+// ends), evaluating, logging and checkpointing at epoch ends as configured.
+// It can be called again to continue. When ctx is cancelled it stops
+// between two steps, writes a checkpoint if Options.CheckpointPath is set,
+// and returns an error wrapping ctx's cause.
+func (t *Trainer) RunUntil(ctx context.Context, stop int) (Summary, error) {
+	t.runStart = time.Now()
+	defer func() {
+		t.elapsed += time.Since(t.runStart)
+		t.runStart = time.Time{}
+	}()
+	if !t.setUp {
+		t.setContext()
+		if err := t.strategy.Setup(&t.sc); err != nil {
+			return t.Summary(), fmt.Errorf("train: strategy setup: %w", err)
+		}
+		t.setUp = true
+	}
+	stop = min(stop, t.TotalSteps())
+	spe := t.StepsPerEpoch()
+	for t.step < stop {
+		if ctx.Err() != nil {
+			err := fmt.Errorf("train: interrupted at step %d of %d: %w", t.step, t.TotalSteps(), context.Cause(ctx))
+			if p := t.opts.CheckpointPath; p != "" {
+				if cerr := t.SaveCheckpoint(p); cerr != nil {
+					return t.Summary(), errors.Join(err, cerr)
+				}
+			}
+			return t.Summary(), err
+		}
+		if err := t.trainStep(); err != nil {
+			return t.Summary(), err
+		}
+		if t.step%spe != 0 {
+			continue
+		}
+		if err := t.endEpoch(t.step / spe); err != nil {
+			return t.Summary(), err
+		}
+	}
+	return t.Summary(), nil
+}
+
+// setContext points the strategy's view at the next step.
+func (t *Trainer) setContext() {
+	pos := t.Position()
+	t.sc.Step, t.sc.Epoch, t.sc.Batch = t.step, pos.Epoch, pos.Batch
+	t.sc.LR = t.sched.LR(t.step)
+}
+
+// trainStep takes one optimizer step on the batch at Position().
+func (t *Trainer) trainStep() error {
+	start := time.Now()
+	pos := t.Position()
+	if t.data.Position() != pos {
+		if err := t.data.Seek(pos); err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+	}
+	b, ok := t.data.Next()
+	if !ok {
+		return fmt.Errorf("train: no batch at epoch %d batch %d", pos.Epoch, pos.Batch)
+	}
+	t.setContext()
+	t.opt.SetLR(t.sc.LR)
+
+	n := b.Y.Size(0)
+	x := autograd.Const(b.X)
+	logits := t.model.Forward(x)
+	x.Release()
+	loss := t.loss.Forward(logits, b.Y)
+	loss.Backward()
+	lossVal := loss.Value.Item()
+	correct := countCorrect(logits.Value, b.Y)
+	loss.Release()
+	logits.Release()
+	b.Y.Release()
+
+	if err := t.strategy.AfterBackward(&t.sc); err != nil {
+		t.opt.ZeroGrad()
+		return fmt.Errorf("train: step %d: after backward: %w", t.step, err)
+	}
+	t.opt.Step()
+	if err := t.strategy.AfterStep(&t.sc); err != nil {
+		t.opt.ZeroGrad()
+		return fmt.Errorf("train: step %d: after step: %w", t.step, err)
+	}
+	t.opt.ZeroGrad()
+
+	d := time.Since(start)
+	for _, m := range []*meter{&t.interval, &t.epoch, &t.total} {
+		m.add(lossVal*float64(n), correct, int64(n), d)
+	}
+	t.step++
+	if t.cfg.LogEvery > 0 && t.step%t.cfg.LogEvery == 0 {
+		t.logTrain()
+	}
+	if f := t.opts.OnProgress; f != nil {
+		loss, _ := t.interval.mean()
+		spe := t.StepsPerEpoch()
+		f(Progress{
+			Step: t.step, TotalSteps: t.TotalSteps(),
+			Epoch: (t.step-1)/spe + 1, Epochs: t.cfg.Epochs,
+			Batch: (t.step-1)%spe + 1, StepsPerEpoch: spe,
+			Loss: loss, ImagesPerSec: t.interval.rate(), LR: t.sc.LR,
+			Elapsed: t.Elapsed(),
+		})
+	}
+	return nil
+}
+
+// countCorrect returns the number of rows of logits [N, C] whose largest
+// entry is at the label's index.
+func countCorrect(logits, labels *tensor.Tensor) int64 {
+	am := logits.ArgMax(1)
+	defer am.Release()
+	pred := am.Int64s()
+	var want []int64
+	if labels.DType() == tensor.Int64 {
+		want = labels.Int64s()
+	} else {
+		l := labels.Cast(tensor.Int64)
+		want = l.Int64s()
+		l.Release()
+	}
+	var c int64
+	for i, p := range pred {
+		if p == want[i] {
+			c++
+		}
+	}
+	return c
+}
+
+// logTrain emits a training record for the steps since the last one.
+func (t *Trainer) logTrain() {
+	if t.interval.images == 0 {
+		return
+	}
+	loss, acc := t.interval.mean()
+	t.emit(Record{
+		Kind: KindTrain, Step: t.step, Epoch: (t.step-1)/t.StepsPerEpoch() + 1,
+		LR: t.sched.LR(t.step - 1), Loss: loss, Acc: acc, ImagesPerSec: t.interval.rate(),
+		Elapsed: t.Elapsed().Seconds(),
+	})
+	t.interval = meter{}
+}
+
+func (t *Trainer) emit(r Record) {
+	if f := t.opts.OnRecord; f != nil {
+		f(r)
+	}
+}
+
+// endEpoch closes epoch e (1-based): a training record, an evaluation when
+// due, a checkpoint when configured.
+func (t *Trainer) endEpoch(e int) error {
+	t.logTrain()
+	t.prevEpoch, t.epoch = t.epoch, meter{}
+	if t.test != nil && (e == t.cfg.Epochs || t.cfg.EvalEvery > 0 && e%t.cfg.EvalEvery == 0) {
+		start := time.Now()
+		loss, acc := t.Evaluate()
+		t.evaluated, t.testLoss, t.testAcc = true, loss, acc
+		t.emit(Record{
+			Kind: KindEval, Step: t.step, Epoch: e, LR: t.sched.LR(t.step - 1),
+			Loss: loss, Acc: acc, ImagesPerSec: float64(t.test.Len()) / time.Since(start).Seconds(),
+			Elapsed: t.Elapsed().Seconds(),
+		})
+	}
+	if p := t.opts.CheckpointPath; p != "" {
+		if err := t.SaveCheckpoint(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Evaluate returns the mean cross-entropy (without label smoothing) and the
+// accuracy of the model on the test set, computed in evaluation mode
+// without recording gradients. Without a test set it returns NaNs.
+func (t *Trainer) Evaluate() (loss, acc float64) {
+	if t.test == nil {
+		return math.NaN(), math.NaN()
+	}
+	training := t.model.Training()
+	nn.Eval(t.model)
+	defer t.model.SetTraining(training)
+	var sum float64
+	var correct, n int64
+	autograd.NoGrad(func() {
+		if err := t.test.Seek(dataset.Position{}); err != nil {
+			panic(err)
+		}
+		ce := autograd.CrossEntropyOptions{Reduction: autograd.ReductionSum}
+		for b := range t.test.Epoch() {
+			x := autograd.Const(b.X)
+			logits := t.model.Forward(x)
+			x.Release()
+			l := autograd.CrossEntropy(logits, b.Y, ce)
+			sum += l.Value.Item()
+			correct += countCorrect(logits.Value, b.Y)
+			n += int64(b.Y.Size(0))
+			l.Release()
+			logits.Release()
+			b.Y.Release()
+		}
+	})
+	if n == 0 {
+		return math.NaN(), math.NaN()
+	}
+	return sum / float64(n), float64(correct) / float64(n)
+}
+
+// Elapsed returns the run's wall time so far, across resumes.
+func (t *Trainer) Elapsed() time.Duration {
+	if t.runStart.IsZero() {
+		return t.elapsed
+	}
+	return t.elapsed + time.Since(t.runStart)
+}
+
+// Summary describes the run so far.
+func (t *Trainer) Summary() Summary {
+	last := t.epoch
+	if last.images == 0 {
+		last = t.prevEpoch
+	}
+	loss, acc := last.mean()
+	return Summary{
+		Epochs:       t.step / t.StepsPerEpoch(),
+		Steps:        t.step,
+		Wall:         t.Elapsed(),
+		TrainTime:    t.total.time,
+		Images:       t.total.images,
+		ImagesPerSec: t.total.rate(),
+		TrainLoss:    loss,
+		TrainAcc:     acc,
+		Evaluated:    t.evaluated,
+		TestLoss:     t.testLoss,
+		TestAcc:      t.testAcc,
+	}
+}
