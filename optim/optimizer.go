@@ -55,6 +55,9 @@ type Optimizer interface {
 	// and a missing or malformed step are errors, which leave the optimizer
 	// unchanged.
 	LoadState(tensors map[string]*tensor.Tensor, scalars map[string]string) error
+	// Release frees the optimizer's buffers (momentum, moments); the
+	// optimizer must not step afterwards. The parameters are not touched.
+	Release()
 }
 
 // NewGroup returns a group of params with the given names, rate and decay.
@@ -112,6 +115,15 @@ func (b *base) each(fn func(g *Group, p *autograd.Var, st map[string]*tensor.Ten
 }
 
 func (b *base) Groups() []*Group { return b.groups }
+
+func (b *base) Release() {
+	for _, st := range b.state {
+		for k, t := range st {
+			t.Release()
+			delete(st, k)
+		}
+	}
+}
 
 func (b *base) ZeroGrad() {
 	for _, g := range b.groups {

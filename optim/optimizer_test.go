@@ -549,3 +549,22 @@ func TestConstructorPanics(t *testing.T) {
 		}()
 	}
 }
+
+func TestRelease(t *testing.T) {
+	p := autograd.Param(tensor.Ones(tensor.Shape{3}))
+	defer p.Release()
+	opt := optim.NewSGD([]*optim.Group{optim.NewGroup([]*autograd.Var{p}, nil, 0.1, 0)}, optim.SGDOptions{Momentum: 0.9})
+	p.SetGrad(tensor.Ones(tensor.Shape{3}))
+	opt.Step()
+	ts, _ := opt.State()
+	if len(ts) != 1 {
+		t.Fatalf("%d state tensors after a momentum step, want 1", len(ts))
+	}
+	for _, s := range ts {
+		s.Release()
+	}
+	opt.Release()
+	if ts, _ := opt.State(); len(ts) != 0 {
+		t.Errorf("%d state tensors after Release, want 0", len(ts))
+	}
+}

@@ -135,9 +135,10 @@ func New(cfg Config, trainSet, testSet *dataset.Images, opts Options) (*Trainer,
 	return t, nil
 }
 
-// Close releases the model. The Trainer must not be used afterwards.
+// Close releases the model and the optimizer's buffers. The Trainer must not be used afterwards.
 func (t *Trainer) Close() {
 	t.opt.ZeroGrad()
+	t.opt.Release()
 	t.model.Release()
 }
 
