@@ -150,33 +150,53 @@ func blasGemm[T float32 | float64](transA, transB bool, m, n, k int, alpha T, a 
 		*(*float64)(unsafe.Pointer(&beta)), *(*[]float64)(unsafe.Pointer(&c)), ldc)
 }
 
-// Scratch pools, one per power-of-two capacity, so that buffers of very
-// different sizes do not evict each other.
-var scratch32, scratch64 [48]sync.Pool
+// scratchList keeps idle scratch slices by power-of-two capacity, so that
+// buffers of very different sizes do not evict each other. Unlike a
+// sync.Pool it neither drops buffers at garbage collection nor hides one per
+// processor from the others, so reuse does not depend on scheduling: a
+// training step at steady state allocates no scratch.
+type scratchList[T float32 | float64] struct {
+	mu   sync.Mutex
+	free [48][]*[]T
+}
+
+var (
+	scratch32 scratchList[float32]
+	scratch64 scratchList[float64]
+)
 
 // getScratch returns a slice of n elements with unspecified contents from a
-// pool shared by the kernels, so that at steady state they allocate nothing.
-// Return it with putScratch.
+// list shared by the kernels. Return it with putScratch.
 func getScratch[T float32 | float64](n int) *[]T {
 	class := bits.Len(uint(max(n, 1) - 1))
-	if s, ok := scratchPool[T](class).Get().(*[]T); ok {
+	l := scratchFor[T]()
+	l.mu.Lock()
+	if f := l.free[class]; len(f) > 0 {
+		s := f[len(f)-1]
+		f[len(f)-1] = nil
+		l.free[class] = f[:len(f)-1]
+		l.mu.Unlock()
 		*s = (*s)[:n]
 		return s
 	}
+	l.mu.Unlock()
 	s := make([]T, n, 1<<class)
 	return &s
 }
 
 func putScratch[T float32 | float64](s *[]T) {
-	scratchPool[T](bits.Len(uint(cap(*s))) - 1).Put(s)
+	class := bits.Len(uint(cap(*s))) - 1
+	l := scratchFor[T]()
+	l.mu.Lock()
+	l.free[class] = append(l.free[class], s)
+	l.mu.Unlock()
 }
 
-func scratchPool[T float32 | float64](class int) *sync.Pool {
-	var z T
-	if _, ok := any(z).(float32); ok {
-		return &scratch32[class]
+func scratchFor[T float32 | float64]() *scratchList[T] {
+	if l, ok := any(&scratch32).(*scratchList[T]); ok {
+		return l
 	}
-	return &scratch64[class]
+	return any(&scratch64).(*scratchList[T])
 }
 
 // minParallelFlops is the least work, in floating-point operations, worth
