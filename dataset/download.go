@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/flockml/flock/internal/term"
 )
 
 // fetch downloads each file, as name+".gz", from base into dir.
@@ -111,16 +113,7 @@ func newProgress(w io.Writer) *progress {
 	if w == nil {
 		return nil
 	}
-	return &progress{w: w, tty: isTerminal(w)}
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return &progress{w: w, tty: term.IsTerminal(w)}
 }
 
 // bar counts the bytes of one download written through it.

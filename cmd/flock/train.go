@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/flockml/flock/dataset"
+	"github.com/flockml/flock/internal/term"
 	"github.com/flockml/flock/nn"
 	"github.com/flockml/flock/nn/models"
 	"github.com/flockml/flock/train"
@@ -178,7 +179,7 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 
-	out := newReporter(stdout, o.json, isTerminal(stdout))
+	out := newReporter(stdout, o.json, term.IsTerminal(stdout))
 	t, err := train.New(cfg, trainSet, testSet, train.Options{
 		OnRecord:       out.record,
 		OnProgress:     out.progress,
@@ -211,16 +212,6 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	return exitOK
-}
-
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // reporter writes a run's records for people (a progress bar on a
