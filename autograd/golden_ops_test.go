@@ -1,17 +1,12 @@
 package autograd_test
 
 import (
-	"encoding/binary"
-	"encoding/json"
 	"fmt"
-	"math"
-	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/flockml/flock/autograd"
-	"github.com/flockml/flock/safetensors"
+	"github.com/flockml/flock/internal/golden"
 	"github.com/flockml/flock/tensor"
 )
 
@@ -25,137 +20,38 @@ import (
 // largest magnitude of the expected tensor (at least 1), with
 // rtol = atol = 1e-5 in float32 and 1e-10 in float64.
 
-type opDType struct {
-	tag        string
-	dt         tensor.DType
-	rtol, atol float64
-}
+type opDType = golden.DType
 
-var opDTypes = []opDType{
-	{"f32", tensor.Float32, 1e-5, 1e-5},
-	{"f64", tensor.Float64, 1e-10, 1e-10},
-}
+type opFile struct{ *golden.File }
 
-type opFile struct {
-	name string
-	f    *safetensors.File
-}
-
-func openOpFile(t *testing.T, name string) *opFile {
-	t.Helper()
-	f, err := safetensors.Open(filepath.Join("..", "testdata", "golden", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &opFile{name: name, f: f}
-}
-
-func (g *opFile) cases(t *testing.T) []string {
-	var cs []string
-	for k := range g.f.Metadata {
-		if c, ok := strings.CutPrefix(k, "case."); ok {
-			cs = append(cs, c)
-		}
-	}
-	slices.Sort(cs)
-	if len(cs) == 0 {
-		t.Fatalf("%s: no cases", g.name)
-	}
-	return cs
-}
-
-func (g *opFile) params(t *testing.T, c string, v any) {
-	t.Helper()
-	if err := json.Unmarshal([]byte(g.f.Metadata["case."+c]), v); err != nil {
-		t.Fatalf("%s: case %s: %v", g.name, c, err)
-	}
-}
-
-// load returns the tensor stored under key, released when t ends.
-func (g *opFile) load(t *testing.T, key string) *tensor.Tensor {
-	t.Helper()
-	r, ok := g.f.Tensors[key]
-	if !ok {
-		t.Fatalf("%s: no tensor %q", g.name, key)
-	}
-	x, err := r.ToTensor()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(x.Release)
-	return x
-}
+func openOpFile(t *testing.T, name string) *opFile { return &opFile{golden.Open(t, name)} }
 
 // leaf returns a Param holding a copy of the tensor under key, or nil when
 // the file has none.
 func (g *opFile) leaf(t *testing.T, key string) *autograd.Var {
 	t.Helper()
-	if _, ok := g.f.Tensors[key]; !ok {
+	if !g.Has(key) {
 		return nil
 	}
-	v := autograd.Param(g.load(t, key).Clone())
+	v := autograd.Param(g.Load(t, key).Clone())
 	t.Cleanup(v.Release)
 	return v
-}
-
-// check compares got (not consumed) with the tensor stored under key.
-func (g *opFile) check(t *testing.T, key string, got *tensor.Tensor, d opDType) {
-	t.Helper()
-	r, ok := g.f.Tensors[key]
-	if !ok {
-		t.Fatalf("%s: no tensor %q", g.name, key)
-	}
-	if got == nil {
-		t.Errorf("%s: no result", key)
-		return
-	}
-	if !got.Shape().Equal(tensor.Shape(r.Shape)) || got.DType() != d.dt {
-		t.Errorf("%s: %v%v, want %v%v", key, got.DType(), got.Shape(), d.dt, r.Shape)
-		return
-	}
-	want := make([]float64, r.NumElements())
-	for i := range want {
-		switch r.DType {
-		case safetensors.F32:
-			want[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(r.Data[4*i:])))
-		case safetensors.F64:
-			want[i] = math.Float64frombits(binary.LittleEndian.Uint64(r.Data[8*i:]))
-		default:
-			t.Fatalf("%s: dtype %s", key, r.DType)
-		}
-	}
-	scale := 1.0
-	for _, w := range want {
-		scale = max(scale, math.Abs(w))
-	}
-	bad := 0
-	for i, v := range got.Float64s() {
-		if math.Abs(v-want[i]) <= d.rtol*math.Abs(want[i])+d.atol*scale {
-			continue
-		}
-		if bad++; bad <= 3 {
-			t.Errorf("%s[%d] = %.10g, want %.10g (diff %.3g)", key, i, v, want[i], v-want[i])
-		}
-	}
-	if bad > 3 {
-		t.Errorf("%s: %d of %d elements differ", key, bad, len(want))
-	}
 }
 
 // run executes fn for every case of the file and both dtypes; fn returns
 // the output and, by stored name, the leaves whose gradients to check. The
 // output is checked against "y" and backpropagated with "g".
 func (g *opFile) run(t *testing.T, fn func(t *testing.T, c, p string, d opDType) (*autograd.Var, map[string]*autograd.Var)) {
-	for _, c := range g.cases(t) {
-		for _, d := range opDTypes {
-			t.Run(fmt.Sprintf("%s/%s", c, d.tag), func(t *testing.T) {
-				p := c + "." + d.tag + "."
+	for _, c := range g.Cases(t) {
+		for _, d := range golden.DTypes {
+			t.Run(fmt.Sprintf("%s/%s", c, d.Tag), func(t *testing.T) {
+				p := c + "." + d.Tag + "."
 				y, grads := fn(t, c, p, d)
 				defer y.Release()
-				g.check(t, p+"y", y.Value, d)
-				y.BackwardWith(g.load(t, p+"g"))
+				g.Check(t, p+"y", y.Value, d)
+				y.BackwardWith(g.Load(t, p+"g"))
 				for name, v := range grads {
-					g.check(t, p+name, v.Grad(), d)
+					g.Check(t, p+name, v.Grad(), d)
 				}
 			})
 		}
@@ -170,7 +66,7 @@ func TestGoldenOpConv2d(t *testing.T) {
 			Stride, Padding, Dilation [2]int
 			Groups                    int
 		}
-		g.params(t, c, &cp)
+		g.Params(t, c, &cp)
 		x, w, b := g.leaf(t, p+"x"), g.leaf(t, p+"w"), g.leaf(t, p+"b")
 		y := autograd.Conv2d(x, w, b, tensor.ConvParams{
 			StrideH: cp.Stride[0], StrideW: cp.Stride[1], PadH: cp.Padding[0], PadW: cp.Padding[1],
@@ -194,7 +90,7 @@ func TestGoldenOpPool2d(t *testing.T) {
 			CeilMode                  bool `json:"ceil_mode"`
 			CountIncludePad           bool `json:"count_include_pad"`
 		}
-		g.params(t, c, &pp)
+		g.Params(t, c, &pp)
 		params := tensor.PoolParams{
 			KernelH: pp.Kernel[0], KernelW: pp.Kernel[1], PadH: pp.Padding[0], PadW: pp.Padding[1],
 			DilationH: pp.Dilation[0], DilationW: pp.Dilation[1],
@@ -225,17 +121,17 @@ func TestGoldenOpNorm(t *testing.T) {
 				Running, Training bool
 				Momentum, Eps     float64
 			}
-			g.params(t, c, &np)
+			g.Params(t, c, &np)
 			var rm, rv *tensor.Tensor
 			if np.Running {
-				rm, rv = g.load(t, p+"rm").Clone(), g.load(t, p+"rv").Clone()
+				rm, rv = g.Load(t, p+"rm").Clone(), g.Load(t, p+"rv").Clone()
 				t.Cleanup(rm.Release)
 				t.Cleanup(rv.Release)
 			}
 			y := autograd.BatchNorm(x, w, b, rm, rv, tensor.NormParams{Eps: np.Eps, Momentum: np.Momentum, Training: np.Training})
 			if np.Running {
-				g.check(t, p+"rm_after", rm, d)
-				g.check(t, p+"rv_after", rv, d)
+				g.Check(t, p+"rm_after", rm, d)
+				g.Check(t, p+"rv_after", rv, d)
 			}
 			return y, grads
 		}
@@ -243,7 +139,7 @@ func TestGoldenOpNorm(t *testing.T) {
 			NormalizedShape []int `json:"normalized_shape"`
 			Eps             float64
 		}
-		g.params(t, c, &lp)
+		g.Params(t, c, &lp)
 		n := tensor.Shape(lp.NormalizedShape).NumElements()
 		wf, bf := w, b
 		if w != nil {
@@ -260,22 +156,22 @@ func TestGoldenOpSoftmax(t *testing.T) {
 	g := openOpFile(t, "softmax.safetensors")
 	g.run(t, func(t *testing.T, c, p string, d opDType) (*autograd.Var, map[string]*autograd.Var) {
 		var sp struct{ Axis int }
-		g.params(t, c, &sp)
+		g.Params(t, c, &sp)
 		x := g.leaf(t, p+"x")
 		return autograd.Softmax(x, sp.Axis), map[string]*autograd.Var{"dx": x}
 	})
-	for _, c := range g.cases(t) {
-		for _, d := range opDTypes {
-			t.Run(fmt.Sprintf("log/%s/%s", c, d.tag), func(t *testing.T) {
+	for _, c := range g.Cases(t) {
+		for _, d := range golden.DTypes {
+			t.Run(fmt.Sprintf("log/%s/%s", c, d.Tag), func(t *testing.T) {
 				var sp struct{ Axis int }
-				g.params(t, c, &sp)
-				p := c + "." + d.tag + "."
+				g.Params(t, c, &sp)
+				p := c + "." + d.Tag + "."
 				x := g.leaf(t, p+"x")
 				y := autograd.LogSoftmax(x, sp.Axis)
 				defer y.Release()
-				g.check(t, p+"log_y", y.Value, d)
-				y.BackwardWith(g.load(t, p+"log_g"))
-				g.check(t, p+"log_dx", x.Grad(), d)
+				g.Check(t, p+"log_y", y.Value, d)
+				y.BackwardWith(g.Load(t, p+"log_g"))
+				g.Check(t, p+"log_dx", x.Grad(), d)
 			})
 		}
 	}
@@ -284,19 +180,19 @@ func TestGoldenOpSoftmax(t *testing.T) {
 func TestGoldenOpGELU(t *testing.T) {
 	t.Parallel()
 	g := openOpFile(t, "gelu.safetensors")
-	for _, d := range opDTypes {
+	for _, d := range golden.DTypes {
 		for _, form := range []struct {
 			tag string
 			fn  func(*autograd.Var) *autograd.Var
 		}{{"erf", autograd.GELU}, {"tanh", autograd.GELUTanh}} {
-			t.Run(form.tag+"/"+d.tag, func(t *testing.T) {
-				p := "gelu." + d.tag + "."
+			t.Run(form.tag+"/"+d.Tag, func(t *testing.T) {
+				p := "gelu." + d.Tag + "."
 				x := g.leaf(t, p+"x")
 				y := form.fn(x)
 				defer y.Release()
-				g.check(t, p+form.tag+"_y", y.Value, d)
-				y.BackwardWith(g.load(t, p+form.tag+"_g"))
-				g.check(t, p+form.tag+"_dx", x.Grad(), d)
+				g.Check(t, p+form.tag+"_y", y.Value, d)
+				y.BackwardWith(g.Load(t, p+form.tag+"_g"))
+				g.Check(t, p+form.tag+"_dx", x.Grad(), d)
 			})
 		}
 	}

@@ -1,101 +1,40 @@
 package tensor_test
 
 import (
-	"encoding/binary"
-	"encoding/json"
-	"fmt"
-	"math"
-	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
-	"github.com/flockml/flock/safetensors"
+	"github.com/flockml/flock/internal/golden"
 	"github.com/flockml/flock/tensor"
 )
 
 // Golden tests: flock's kernels against PyTorch 1.13 on the cases of
-// testdata/golden/gen_golden.py, in float32 and float64.
-//
-// Tolerance: |got − want| ≤ rtol·|want| + atol·max|want|, where max|want| is
-// the largest magnitude in the expected tensor (at least 1), with
-// rtol = atol = 1e-5 for float32 and 1e-10 for float64. The absolute term
-// covers elements that are sums of terms cancelling to near zero, whose
-// relative error in float32 is unbounded. Indices compare exactly.
+// testdata/golden/gen_golden.py, in float32 and float64, with the
+// tolerances of package internal/golden. Indices compare exactly.
 
-// goldenDType is one of the two precisions each case was computed in.
-type goldenDType struct {
-	tag        string
-	dt         tensor.DType
-	rtol, atol float64
-}
-
-var goldenDTypes = []goldenDType{
-	{"f32", tensor.Float32, 1e-5, 1e-5},
-	{"f64", tensor.Float64, 1e-10, 1e-10},
-}
+type goldenDType = golden.DType
 
 type goldenFile struct {
-	t    *testing.T
-	name string
-	f    *safetensors.File
+	*golden.File
+	t *testing.T
 }
 
 func openGolden(t *testing.T, name string) *goldenFile {
 	t.Helper()
-	f, err := safetensors.Open(filepath.Join("..", "testdata", "golden", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &goldenFile{t: t, name: name, f: f}
-}
-
-// cases returns the case names, sorted.
-func (g *goldenFile) cases() []string {
-	var cs []string
-	for k := range g.f.Metadata {
-		if c, ok := strings.CutPrefix(k, "case."); ok {
-			cs = append(cs, c)
-		}
-	}
-	slices.Sort(cs)
-	if len(cs) == 0 {
-		g.t.Fatalf("%s: no cases", g.name)
-	}
-	return cs
+	return &goldenFile{File: golden.Open(t, name), t: t}
 }
 
 // params decodes the JSON parameters of case c into v.
-func (g *goldenFile) params(c string, v any) {
-	g.t.Helper()
-	if err := json.Unmarshal([]byte(g.f.Metadata["case."+c]), v); err != nil {
-		g.t.Fatalf("%s: case %s: %v", g.name, c, err)
-	}
-}
-
-func (g *goldenFile) raw(t *testing.T, key string) safetensors.Tensor {
-	t.Helper()
-	r, ok := g.f.Tensors[key]
-	if !ok {
-		t.Fatalf("%s: no tensor %q", g.name, key)
-	}
-	return r
-}
+func (g *goldenFile) params(c string, v any) { g.t.Helper(); g.Params(g.t, c, v) }
 
 func (g *goldenFile) has(c string, d goldenDType, name string) bool {
-	_, ok := g.f.Tensors[c+"."+d.tag+"."+name]
-	return ok
+	return g.Has(golden.Key(c, d, name))
 }
 
 // tensor loads "<c>.<dtype>.<name>" as a new tensor released when t ends.
 func (g *goldenFile) tensor(t *testing.T, c string, d goldenDType, name string) *tensor.Tensor {
 	t.Helper()
-	x, err := g.raw(t, c+"."+d.tag+"."+name).ToTensor()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(x.Release)
-	return x
+	return g.Load(t, golden.Key(c, d, name))
 }
 
 // optional is tensor, or nil when the case has no such tensor.
@@ -106,71 +45,24 @@ func (g *goldenFile) optional(t *testing.T, c string, d goldenDType, name string
 	return g.tensor(t, c, d, name)
 }
 
-// want returns the expected values of "<c>.<dtype>.<name>" decoded from the
-// file's bytes, and their shape.
-func (g *goldenFile) want(t *testing.T, c string, d goldenDType, name string) ([]float64, tensor.Shape) {
-	t.Helper()
-	r := g.raw(t, c+"."+d.tag+"."+name)
-	out := make([]float64, r.NumElements())
-	le := binary.LittleEndian
-	for i := range out {
-		switch r.DType {
-		case safetensors.F32:
-			out[i] = float64(math.Float32frombits(le.Uint32(r.Data[4*i:])))
-		case safetensors.F64:
-			out[i] = math.Float64frombits(le.Uint64(r.Data[8*i:]))
-		case safetensors.I64:
-			out[i] = float64(int64(le.Uint64(r.Data[8*i:])))
-		default:
-			t.Fatalf("%s: %s has dtype %s", g.name, name, r.DType)
-		}
-	}
-	return out, tensor.Shape(r.Shape)
-}
-
-// check compares got with the expected "<c>.<dtype>.<name>" (see the
-// tolerance above); adjust, when given, edits the expected values first.
+// check compares got (consumed) with the expected "<c>.<dtype>.<name>";
+// adjust, when given, edits the expected values first.
 func (g *goldenFile) check(t *testing.T, c string, d goldenDType, name string, got *tensor.Tensor, adjust func([]float64)) {
 	t.Helper()
-	want, shape := g.want(t, c, d, name)
+	want, shape := g.Want(t, golden.Key(c, d, name))
 	if adjust != nil {
 		adjust(want)
 	}
-	if got == nil {
-		t.Errorf("%s: got no tensor", name)
-		return
+	if got != nil {
+		defer got.Release()
 	}
-	defer got.Release()
-	if !got.Shape().Equal(shape) {
-		t.Errorf("%s: shape %v, want %v", name, got.Shape(), shape)
-		return
-	}
-	if got.DType() != d.dt {
-		t.Errorf("%s: dtype %v, want %v", name, got.DType(), d.dt)
-		return
-	}
-	scale := 1.0
-	for _, w := range want {
-		scale = max(scale, math.Abs(w))
-	}
-	bad := 0
-	for i, v := range got.Float64s() {
-		if math.Abs(v-want[i]) <= d.rtol*math.Abs(want[i])+d.atol*scale {
-			continue
-		}
-		if bad++; bad <= 3 {
-			t.Errorf("%s[%d] = %.10g, want %.10g (diff %.3g)", name, i, v, want[i], v-want[i])
-		}
-	}
-	if bad > 3 {
-		t.Errorf("%s: %d of %d elements differ", name, bad, len(want))
-	}
+	golden.Compare(t, name, got, want, shape, d)
 }
 
-// checkExact compares an integer tensor with the expected values.
+// checkExact compares an integer tensor (consumed) with the expected values.
 func (g *goldenFile) checkExact(t *testing.T, c string, d goldenDType, name string, got *tensor.Tensor) {
 	t.Helper()
-	want, shape := g.want(t, c, d, name)
+	want, shape := g.Want(t, golden.Key(c, d, name))
 	defer got.Release()
 	if !got.Shape().Equal(shape) {
 		t.Fatalf("%s: shape %v, want %v", name, got.Shape(), shape)
@@ -185,11 +77,7 @@ func (g *goldenFile) checkExact(t *testing.T, c string, d goldenDType, name stri
 
 // forEach runs fn for every case of the file and both dtypes.
 func (g *goldenFile) forEach(t *testing.T, fn func(t *testing.T, c string, d goldenDType)) {
-	for _, c := range g.cases() {
-		for _, d := range goldenDTypes {
-			t.Run(fmt.Sprintf("%s/%s", c, d.tag), func(t *testing.T) { fn(t, c, d) })
-		}
-	}
+	g.ForEach(t, fn)
 }
 
 func TestGoldenConv2d(t *testing.T) {
@@ -212,8 +100,8 @@ func TestGoldenConv2d(t *testing.T) {
 		// flock's Conv2d has no bias: remove it from PyTorch's output.
 		var unbias func([]float64)
 		if p.Bias {
-			b, _ := g.want(t, c, d, "b")
-			_, ys := g.want(t, c, d, "y")
+			b, _ := g.Want(t, golden.Key(c, d, "b"))
+			_, ys := g.Want(t, golden.Key(c, d, "y"))
 			unbias = func(y []float64) {
 				plane := ys[2] * ys[3]
 				for i := range y {
@@ -398,7 +286,7 @@ func TestGoldenCrossEntropy(t *testing.T) {
 			}
 		}
 		g.check(t, c, d, "rows", rows, nil)
-		g.check(t, c, d, "loss", tensor.Scalar(sum/float64(count), tensor.Of(d.dt)), nil)
+		g.check(t, c, d, "loss", tensor.Scalar(sum/float64(count), tensor.Of(d.DT)), nil)
 
 		t32 := target.Cast(tensor.Int32)
 		defer t32.Release()
@@ -411,7 +299,7 @@ func TestGoldenCrossEntropy(t *testing.T) {
 				dl[i] = scale
 			}
 		}
-		dloss := tensor.FromSlice(dl, nil, tensor.Of(d.dt))
+		dloss := tensor.FromSlice(dl, nil, tensor.Of(d.DT))
 		defer dloss.Release()
 		g.check(t, c, d, "dlogits", tensor.CrossEntropyBackward(logits, target, dloss, cp), nil)
 	})
