@@ -13,7 +13,7 @@ import (
 // less than the scratch it uses.
 func TestConvScratchReused(t *testing.T) {
 	if raceEnabled {
-		t.Skip("the race detector makes sync.Pool drop items")
+		t.Skip("the race detector adds allocations of its own")
 	}
 	c := New()
 	view := func(s ...int) backend.View {
@@ -61,7 +61,10 @@ func TestConvScratchReused(t *testing.T) {
 		}
 		runtime.ReadMemStats(&after)
 		debug.SetGCPercent(gc)
-		if per := (after.TotalAlloc - before.TotalAlloc) / runs; per > scratchBytes/8 {
+		// A call that allocated its scratch would cost at least scratchBytes;
+		// an extra scratch now and then, when more tasks run at once than
+		// during the warm-up, stays well below half of it per call.
+		if per := (after.TotalAlloc - before.TotalAlloc) / runs; per > scratchBytes/2 {
 			t.Errorf("%s: %d bytes allocated per call; the scratch alone is %d", name, per, scratchBytes)
 		}
 	}
