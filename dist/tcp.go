@@ -1,0 +1,745 @@
+package dist
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/flockml/flock/backend"
+)
+
+// TCPConfig describes this rank's place in a TCP job.
+type TCPConfig struct {
+	// Rank is this process's index in [0, Size); Size is the number of ranks.
+	Rank, Size int
+	// Addrs holds every rank's listen address, index = rank.
+	Addrs []string
+	// Listener is this rank's, already listening on Addrs[Rank]. DialTCP
+	// accepts the lower ranks' connections on it and does not close it.
+	Listener net.Listener
+	// Token is the job secret every rank shares; it never goes on the wire.
+	Token []byte
+	// Timeout bounds how long a peer may stay silent (no data, no
+	// heartbeat) and an operation whose context has no deadline; 0 means
+	// DefaultTimeout.
+	Timeout time.Duration
+	// Logger receives connection events and the reasons connections are
+	// refused or dropped; nil discards them.
+	Logger *slog.Logger
+}
+
+// tcpSocketBuffer is the kernel send and receive buffer size asked for on
+// every connection, large enough to keep a loopback or datacenter link busy
+// while the other side reduces a segment.
+const tcpSocketBuffer = 4 << 20
+
+// DialTCP connects this rank to every other rank of the job and returns the
+// world communicator. Every pair of ranks shares one persistent connection:
+// the lower rank dials, the higher rank accepts, and both prove they hold
+// cfg.Token by answering the other's fresh nonce with HMAC-SHA256 over both
+// nonces and both ranks; the token itself is never sent.
+// DialTCP returns once the full mesh is up, or fails when ctx ends (bounded by
+// the timeout when ctx has no deadline).
+//
+// Collectives: AllReduce of more than tcpSmallBytes uses the ring algorithm
+// (reduce-scatter then all-gather, Patarasuk & Yuan 2009), each chunk cut
+// into tcpSegment-byte segments so that receiving segment j+1, reducing
+// segment j and sending segment j−1 overlap; smaller all-reduces use
+// recursive doubling (Thakur, Rabenseifner & Gropp 2005), folding the ranks
+// beyond the largest power of two into a partner first. Broadcast is a
+// pipelined chain from the root; Barrier is a dissemination barrier.
+// Float32, float64, int32 and int64 tensors are supported.
+func DialTCP(ctx context.Context, cfg TCPConfig) (Comm, error) {
+	if cfg.Size < 1 || cfg.Rank < 0 || cfg.Rank >= cfg.Size {
+		return nil, fmt.Errorf("dist: tcp: rank %d of %d out of range", cfg.Rank, cfg.Size)
+	}
+	if cfg.Size > 1 {
+		if len(cfg.Addrs) != cfg.Size {
+			return nil, fmt.Errorf("dist: tcp: %d addresses for %d ranks", len(cfg.Addrs), cfg.Size)
+		}
+		if len(cfg.Token) == 0 {
+			return nil, errors.New("dist: tcp: empty job token")
+		}
+		if cfg.Listener == nil && cfg.Rank > 0 {
+			return nil, errors.New("dist: tcp: no listener")
+		}
+	}
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("rank", cfg.Rank)
+	ctx, cancel := WithDefaultTimeout(ctx, timeout)
+	defer cancel()
+
+	conns := make([]net.Conn, cfg.Size)
+	closeAll := func() {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}
+	errc := make(chan error, 2)
+	var mu sync.Mutex
+	go func() { errc <- tcpAcceptPeers(ctx, cfg, log, conns, &mu) }()
+	go func() { errc <- tcpDialPeers(ctx, cfg, log, conns, &mu) }()
+	var err error
+	for range 2 {
+		if e := <-errc; e != nil && err == nil {
+			err = e
+			cancel()
+		}
+	}
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("dist: tcp: rank %d: connect: %w", cfg.Rank, err)
+	}
+	w := &tcpWorld{
+		rank:    cfg.Rank,
+		size:    cfg.Size,
+		timeout: timeout,
+		log:     log,
+		dead:    make(chan struct{}),
+		peers:   make([]*tcpPeer, cfg.Size),
+	}
+	for r, c := range conns {
+		if c == nil {
+			continue
+		}
+		tcpTune(c)
+		p := &tcpPeer{w: w, rank: r, conn: c, notify: make(chan struct{}, 1), lanes: map[uint32]*tcpLane{},
+			byeq: make(chan tcpHeader, 1), wdone: make(chan struct{})}
+		w.peers[r] = p
+	}
+	for _, p := range w.peers {
+		if p == nil {
+			continue
+		}
+		w.io.Add(2)
+		go p.readLoop()
+		go p.writeLoop()
+	}
+	log.Debug("dist: tcp: mesh up", "size", cfg.Size)
+	return newTCPComm(w, 0, tcpIdentity(cfg.Size), cfg.Rank), nil
+}
+
+func tcpIdentity(n int) []int {
+	r := make([]int, n)
+	for i := range r {
+		r[i] = i
+	}
+	return r
+}
+
+func tcpTune(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+		tc.SetReadBuffer(tcpSocketBuffer)
+		tc.SetWriteBuffer(tcpSocketBuffer)
+		tc.SetKeepAlive(true)
+	}
+}
+
+// tcpDialPeers dials every higher rank, retrying until it answers or ctx
+// ends.
+func tcpDialPeers(ctx context.Context, cfg TCPConfig, log *slog.Logger, conns []net.Conn, mu *sync.Mutex) error {
+	var d net.Dialer
+	for peer := cfg.Rank + 1; peer < cfg.Size; peer++ {
+		backoff := 10 * time.Millisecond
+		for {
+			c, err := d.DialContext(ctx, "tcp", cfg.Addrs[peer])
+			if err == nil {
+				err = tcpHandshakeWithin(ctx, c, func() error {
+					return tcpClientHandshake(c, cfg.Token, cfg.Rank, cfg.Size, peer)
+				})
+				if err == nil {
+					mu.Lock()
+					conns[peer] = c
+					mu.Unlock()
+					log.Debug("dist: tcp: connected", "peer", peer, "addr", cfg.Addrs[peer])
+					break
+				}
+				c.Close()
+				if errors.Is(err, errTCPAuth) {
+					return fmt.Errorf("rank %d at %s: %w", peer, cfg.Addrs[peer], err)
+				}
+			}
+			if ctx.Err() != nil {
+				return fmt.Errorf("rank %d at %s: %w (last error: %v)", peer, cfg.Addrs[peer], ctx.Err(), err)
+			}
+			log.Debug("dist: tcp: dial retry", "peer", peer, "err", err)
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+			}
+			backoff = min(2*backoff, time.Second)
+		}
+	}
+	return nil
+}
+
+// tcpHandshakeWithin runs hs with c's deadline set from ctx.
+func tcpHandshakeWithin(ctx context.Context, c net.Conn, hs func() error) error {
+	if dl, ok := ctx.Deadline(); ok {
+		c.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
+	err := hs()
+	stop()
+	c.SetDeadline(time.Time{})
+	return err
+}
+
+// tcpAcceptPeers accepts one authenticated connection from every lower rank.
+// Connections that fail the handshake are closed and logged; accepting goes
+// on.
+func tcpAcceptPeers(ctx context.Context, cfg TCPConfig, log *slog.Logger, conns []net.Conn, mu *sync.Mutex) error {
+	want := cfg.Rank
+	if want == 0 {
+		return nil
+	}
+	type result struct {
+		c    net.Conn
+		peer int
+	}
+	got := make(chan result)
+	stop := context.AfterFunc(ctx, func() {
+		if dl, ok := cfg.Listener.(interface{ SetDeadline(time.Time) error }); ok {
+			dl.SetDeadline(time.Unix(1, 0))
+		}
+	})
+	defer stop()
+	defer func() {
+		if dl, ok := cfg.Listener.(interface{ SetDeadline(time.Time) error }); ok {
+			dl.SetDeadline(time.Time{})
+		}
+	}()
+	acceptErr := make(chan error, 1)
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	hctx, hcancel := context.WithCancel(ctx)
+	defer func() {
+		hcancel()
+		close(done)
+		wg.Wait()
+	}()
+	go func() {
+		for {
+			c, err := cfg.Listener.Accept()
+			if err != nil {
+				acceptErr <- err
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				peer := -1
+				err := tcpHandshakeWithin(hctx, c, func() error {
+					var err error
+					peer, err = tcpServerHandshake(c, cfg.Token, cfg.Rank, cfg.Size)
+					return err
+				})
+				if err != nil {
+					log.Warn("dist: tcp: refused connection", "remote", c.RemoteAddr().String(), "reason", err)
+					c.Close()
+					return
+				}
+				select {
+				case got <- result{c, peer}:
+				case <-done:
+					c.Close()
+				}
+			}()
+		}
+	}()
+	for want > 0 {
+		select {
+		case r := <-got:
+			mu.Lock()
+			dup := conns[r.peer] != nil
+			if !dup {
+				conns[r.peer] = r.c
+				want--
+			}
+			mu.Unlock()
+			if dup {
+				log.Warn("dist: tcp: refused connection", "remote", r.c.RemoteAddr().String(), "reason", fmt.Sprintf("rank %d is already connected", r.peer))
+				r.c.Close()
+			}
+		case err := <-acceptErr:
+			if ctx.Err() != nil {
+				return fmt.Errorf("waiting for %d lower ranks: %w", want, ctx.Err())
+			}
+			return fmt.Errorf("accept: %w", err)
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %d lower ranks: %w", want, ctx.Err())
+		}
+	}
+	// Unblock the accepting goroutine; it exits on the deadline error.
+	if dl, ok := cfg.Listener.(interface{ SetDeadline(time.Time) error }); ok {
+		dl.SetDeadline(time.Unix(1, 0))
+		<-acceptErr
+	}
+	return nil
+}
+
+// tcpWorld is the state the world communicator and its groups share: the
+// connections and the failure that ends them all.
+type tcpWorld struct {
+	rank, size int
+	timeout    time.Duration
+	log        *slog.Logger
+	peers      []*tcpPeer // by world rank; nil for this rank
+
+	failOnce sync.Once
+	dead     chan struct{} // closed on failure or Close
+	failRank int           // world rank blamed for the failure, or −1
+	failErr  error
+
+	io sync.WaitGroup // reader and writer goroutines
+}
+
+// fail ends the world: every pending and later operation returns an
+// OpError naming rank. Each peer gets a bye frame naming the rank to blame
+// (so that a failure seen first here is not blamed on this rank), then the
+// connections close.
+func (w *tcpWorld) fail(rank int, err error) {
+	w.failOnce.Do(func() {
+		w.failRank, w.failErr = rank, err
+		bye := tcpHeader{typ: tcpBye, op: tcpByeFailed, tag: int64(rank)}
+		if errors.Is(err, ErrClosed) {
+			bye.op = tcpByeClosed
+		}
+		for _, p := range w.peers {
+			if p != nil {
+				p.byeq <- bye
+			}
+		}
+		close(w.dead)
+		if rank >= 0 {
+			w.log.Warn("dist: tcp: communicator failed", "peer", rank, "err", err)
+		}
+		w.io.Add(1)
+		go func() {
+			defer w.io.Done()
+			t := time.NewTimer(tcpByeGrace)
+			defer t.Stop()
+			for _, p := range w.peers {
+				if p != nil {
+					select {
+					case <-p.wdone:
+					case <-t.C:
+					}
+				}
+			}
+			for _, p := range w.peers {
+				if p != nil {
+					p.conn.Close()
+				}
+			}
+		}()
+	})
+}
+
+// tcpByeGrace bounds how long a failing rank tries to tell its peers.
+const tcpByeGrace = 500 * time.Millisecond
+
+// Reasons carried by a bye frame's op field.
+const (
+	tcpByeClosed = 0
+	tcpByeFailed = 1
+)
+
+// abort fails the world from an operation's goroutine and waits until no
+// connection goroutine can touch the operation's buffers any more.
+func (w *tcpWorld) abort(rank int, err error) {
+	w.fail(rank, err)
+	w.io.Wait()
+}
+
+// tcpPeer is the connection to one other rank.
+type tcpPeer struct {
+	w    *tcpWorld
+	rank int
+	conn net.Conn
+	// Messages for the writer, in order. The queue is unbounded so that an
+	// operation never blocks on its own sends while the peer waits for its
+	// receives to be posted.
+	qmu    sync.Mutex
+	queue  []*tcpSend
+	qhead  int
+	notify chan struct{}  // capacity 1: the queue is non-empty
+	byeq   chan tcpHeader // capacity 1: the bye written once the world fails
+	wdone  chan struct{}  // closed when the writer has exited
+
+	mu    sync.Mutex
+	lanes map[uint32]*tcpLane
+}
+
+// tcpLane holds, for one communicator and one peer, the receives posted by
+// this rank and the point-to-point messages that arrived before their Recv.
+type tcpLane struct {
+	post       chan *tcpSlot // collective receives in the order they will arrive
+	posted     map[int64][]*tcpRecv
+	unexpected map[int64][]*tcpMsg
+}
+
+// tcpLaneDepth bounds the collective receives posted ahead on one lane.
+const tcpLaneDepth = 8
+
+func (p *tcpPeer) lane(comm uint32) *tcpLane {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l := p.lanes[comm]
+	if l == nil {
+		l = &tcpLane{post: make(chan *tcpSlot, tcpLaneDepth), posted: map[int64][]*tcpRecv{}, unexpected: map[int64][]*tcpMsg{}}
+		p.lanes[comm] = l
+	}
+	return l
+}
+
+// tcpSlot is a posted collective receive: the frame that fills it must carry
+// the same op, sequence number, dtype and count.
+type tcpSlot struct {
+	buf   []byte
+	op    uint16
+	dtype uint8
+	seq   int64
+	count int64
+	done  chan error
+	send  *tcpSend // outstanding send from buf, if any
+}
+
+// tcpRecv is a posted point-to-point receive.
+type tcpRecv struct {
+	buf   []byte
+	dtype uint8
+	count int64
+	done  chan error
+}
+
+// tcpMsg is a point-to-point message that arrived before its Recv.
+type tcpMsg struct {
+	dtype uint8
+	count int64
+	data  []byte
+}
+
+// tcpSend is a message for the writer: header fields and the payload, cut
+// into frames of at most tcpMaxFrame bytes.
+type tcpSend struct {
+	h       tcpHeader
+	payload []byte
+	to      int // world rank
+	done    chan error
+}
+
+var tcpSendPool = sync.Pool{New: func() any { return &tcpSend{done: make(chan error, 1)} }}
+
+var errTCPSilent = errors.New("peer silent past the timeout")
+
+func (p *tcpPeer) readLoop() {
+	defer p.w.io.Done()
+	var hb [tcpHeaderSize]byte
+	var cur *tcpRecv // point-to-point receive being filled
+	var msg *tcpMsg  // or unexpected message being filled
+	var curHdr tcpHeader
+	var off int64
+	for {
+		p.conn.SetReadDeadline(time.Now().Add(p.w.timeout))
+		if _, err := io.ReadFull(p.conn, hb[:]); err != nil {
+			p.readFailed(err)
+			return
+		}
+		h, err := tcpParseHeader(hb[:])
+		if err != nil {
+			p.protocolError(err)
+			return
+		}
+		switch h.typ {
+		case tcpPing:
+		case tcpBye:
+			p.bye(h)
+			return
+		case tcpColl:
+			if cur != nil || msg != nil {
+				p.protocolError(fmt.Errorf("%w: collective frame inside a point-to-point message", errTCPFrame))
+				return
+			}
+			if !p.readColl(h) {
+				return
+			}
+		case tcpP2P:
+			if cur == nil && msg == nil {
+				curHdr, off = h, 0
+				cur, msg = p.startMsg(h)
+			} else if h.comm != curHdr.comm || h.tag != curHdr.tag || h.dtype != curHdr.dtype || h.count != curHdr.count {
+				p.protocolError(fmt.Errorf("%w: frame of another message inside a point-to-point message", errTCPFrame))
+				return
+			}
+			total := h.count * int64(tcpDTypeSize(h.dtype))
+			if off+int64(h.len) > total {
+				p.protocolError(fmt.Errorf("%w: point-to-point message longer than announced", errTCPFrame))
+				return
+			}
+			var dst []byte
+			if cur != nil {
+				dst = cur.buf[off : off+int64(h.len)]
+			} else {
+				n := len(msg.data)
+				msg.data = append(msg.data, make([]byte, h.len)...)
+				dst = msg.data[n:]
+			}
+			if _, err := io.ReadFull(p.conn, dst); err != nil {
+				p.readFailed(err)
+				return
+			}
+			off += int64(h.len)
+			if off == total {
+				p.finishMsg(curHdr, cur, msg)
+				cur, msg = nil, nil
+			}
+		}
+	}
+}
+
+func tcpDTypeSize(d uint8) int { return backend.DType(d).Size() }
+
+func tcpDTypeName(d uint8) string { return backend.DType(d).String() }
+
+// bye fails the world as a peer's bye frame says: blaming the rank it
+// names, or the peer itself.
+func (p *tcpPeer) bye(h tcpHeader) {
+	blame := p.rank
+	if h.tag >= 0 && h.tag < int64(p.w.size) && int(h.tag) != p.w.rank {
+		blame = int(h.tag)
+	}
+	var err error
+	if h.op == tcpByeClosed {
+		err = fmt.Errorf("peer closed its communicator: %w", ErrClosed)
+	} else {
+		err = errors.New("peer failed")
+	}
+	if blame != p.rank {
+		err = fmt.Errorf("%w (reported by rank %d)", err, p.rank)
+	}
+	p.w.fail(blame, err)
+}
+
+func (p *tcpPeer) readFailed(err error) {
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		err = errTCPSilent
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		err = fmt.Errorf("connection closed by peer: %w", err)
+	}
+	p.w.fail(p.rank, err)
+}
+
+func (p *tcpPeer) protocolError(err error) {
+	p.w.log.Warn("dist: tcp: dropping connection", "peer", p.rank, "reason", err)
+	p.w.fail(p.rank, err)
+}
+
+// readColl reads a collective frame into the next receive posted on its
+// lane, waiting for this rank to post it.
+func (p *tcpPeer) readColl(h tcpHeader) bool {
+	l := p.lane(h.comm)
+	var s *tcpSlot
+	select {
+	case s = <-l.post:
+	case <-p.w.dead:
+		return false
+	}
+	if h.op != s.op || h.tag != s.seq {
+		p.w.fail(p.rank, fmt.Errorf("collectives out of order: peer is in %s #%d, this rank in %s #%d",
+			tcpOpNames[h.op], h.tag, tcpOpNames[s.op], s.seq))
+		return false
+	}
+	if h.dtype != s.dtype || h.count != s.count {
+		p.w.fail(p.rank, fmt.Errorf("%s: peer has %d elements of %s, this rank %d of %s",
+			tcpOpNames[h.op], h.count, tcpDTypeName(h.dtype), s.count, tcpDTypeName(s.dtype)))
+		return false
+	}
+	if int(h.len) != len(s.buf) {
+		p.w.fail(p.rank, fmt.Errorf("%w: %s segment of %d bytes, want %d", errTCPFrame, tcpOpNames[h.op], h.len, len(s.buf)))
+		return false
+	}
+	p.conn.SetReadDeadline(time.Now().Add(p.w.timeout))
+	if _, err := io.ReadFull(p.conn, s.buf); err != nil {
+		p.readFailed(err)
+		return false
+	}
+	s.done <- nil
+	return true
+}
+
+// startMsg picks where a point-to-point message goes: a posted Recv with
+// the same tag, or a new unexpected message.
+func (p *tcpPeer) startMsg(h tcpHeader) (*tcpRecv, *tcpMsg) {
+	l := p.lane(h.comm)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if q := l.posted[h.tag]; len(q) > 0 && q[0].dtype == h.dtype && q[0].count == h.count {
+		r := q[0]
+		tcpPopRecv(l, h.tag)
+		return r, nil
+	}
+	return nil, &tcpMsg{dtype: h.dtype, count: h.count}
+}
+
+func tcpPopRecv(l *tcpLane, tag int64) {
+	q := l.posted[tag]
+	copy(q, q[1:])
+	q[len(q)-1] = nil
+	if len(q) == 1 {
+		delete(l.posted, tag)
+	} else {
+		l.posted[tag] = q[:len(q)-1]
+	}
+}
+
+// finishMsg completes a received message: it wakes the Recv it was read
+// into, hands an unexpected message to a Recv posted meanwhile, or queues
+// it.
+func (p *tcpPeer) finishMsg(h tcpHeader, r *tcpRecv, m *tcpMsg) {
+	if r != nil {
+		r.done <- nil
+		return
+	}
+	l := p.lane(h.comm)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if q := l.posted[h.tag]; len(q) > 0 {
+		r := q[0]
+		tcpPopRecv(l, h.tag)
+		r.done <- tcpDeliver(r, m)
+		return
+	}
+	l.unexpected[h.tag] = append(l.unexpected[h.tag], m)
+}
+
+func tcpDeliver(r *tcpRecv, m *tcpMsg) error {
+	if r.dtype != m.dtype || r.count != m.count {
+		return fmt.Errorf("message of %d elements of %s, receiving %d of %s",
+			m.count, tcpDTypeName(m.dtype), r.count, tcpDTypeName(r.dtype))
+	}
+	copy(r.buf, m.data)
+	return nil
+}
+
+func (p *tcpPeer) writeLoop() {
+	defer p.w.io.Done()
+	defer close(p.wdone)
+	var hb [tcpHeaderSize]byte
+	var bufs, out net.Buffers
+	idle := max(p.w.timeout/4, time.Millisecond)
+	ping := time.NewTimer(idle)
+	defer ping.Stop()
+	write := func(h *tcpHeader, payload []byte) error {
+		h.put(hb[:])
+		p.conn.SetWriteDeadline(time.Now().Add(p.w.timeout))
+		bufs = append(bufs[:0], hb[:])
+		if len(payload) > 0 {
+			bufs = append(bufs, payload)
+		}
+		out = bufs
+		_, err := out.WriteTo(p.conn)
+		return err
+	}
+	for {
+		s := p.pop()
+		if s != nil {
+			select {
+			case <-p.w.dead:
+				s = nil
+			default:
+			}
+		}
+		if s == nil {
+			select {
+			case <-p.notify:
+				continue
+			case <-ping.C:
+				h := tcpHeader{typ: tcpPing}
+				if err := write(&h, nil); err != nil {
+					p.writeFailed(err)
+					return
+				}
+				ping.Reset(idle)
+				continue
+			case <-p.w.dead:
+				select {
+				case h := <-p.byeq:
+					p.conn.SetWriteDeadline(time.Now().Add(tcpByeGrace))
+					h.put(hb[:])
+					p.conn.Write(hb[:])
+				default:
+				}
+				return
+			}
+		}
+		h := s.h
+		rest := s.payload
+		var err error
+		for first := true; first || len(rest) > 0; first = false {
+			n := min(len(rest), tcpMaxFrame)
+			h.len = uint32(n)
+			if err = write(&h, rest[:n]); err != nil {
+				break
+			}
+			rest = rest[n:]
+		}
+		s.done <- err
+		if err != nil {
+			p.writeFailed(err)
+			return
+		}
+		ping.Reset(idle)
+	}
+}
+
+// push queues s for the writer.
+func (p *tcpPeer) push(s *tcpSend) {
+	p.qmu.Lock()
+	p.queue = append(p.queue, s)
+	p.qmu.Unlock()
+	select {
+	case p.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (p *tcpPeer) pop() *tcpSend {
+	p.qmu.Lock()
+	defer p.qmu.Unlock()
+	if p.qhead == len(p.queue) {
+		return nil
+	}
+	s := p.queue[p.qhead]
+	p.queue[p.qhead] = nil
+	p.qhead++
+	if p.qhead == len(p.queue) {
+		p.queue, p.qhead = p.queue[:0], 0
+	}
+	return s
+}
+
+func (p *tcpPeer) writeFailed(err error) {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		err = fmt.Errorf("peer stopped reading: %w", errTCPSilent)
+	}
+	p.w.fail(p.rank, err)
+}

@@ -1,0 +1,448 @@
+package dist_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flockml/flock/dist"
+	"github.com/flockml/flock/dist/commtest"
+	"github.com/flockml/flock/tensor"
+)
+
+var tcpTestToken = []byte("tcp-test-token-0123456789")
+
+// tcpListeners opens n loopback listeners and returns them with their
+// addresses.
+func tcpListeners(t testing.TB, n int) ([]net.Listener, []string) {
+	t.Helper()
+	lns := make([]net.Listener, n)
+	addrs := make([]string, n)
+	for i := range lns {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		lns[i], addrs[i] = ln, ln.Addr().String()
+	}
+	return lns, addrs
+}
+
+// tcpWorld connects n ranks running as goroutines of this process.
+func tcpWorld(t testing.TB, n int, timeout time.Duration, tokens ...[]byte) ([]dist.Comm, []error) {
+	t.Helper()
+	lns, addrs := tcpListeners(t, n)
+	comms := make([]dist.Comm, n)
+	errs := make([]error, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for r := range n {
+		tok := tcpTestToken
+		if r < len(tokens) {
+			tok = tokens[r]
+		}
+		wg.Go(func() {
+			comms[r], errs[r] = dist.DialTCP(ctx, dist.TCPConfig{
+				Rank: r, Size: n, Addrs: addrs, Listener: lns[r], Token: tok, Timeout: timeout,
+			})
+		})
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		for _, c := range comms {
+			if c != nil {
+				c.Close()
+			}
+		}
+	})
+	return comms, errs
+}
+
+func tcpFactory(t *testing.T, n int) []dist.Comm {
+	comms, errs := tcpWorld(t, n, 5*time.Second)
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	return comms
+}
+
+func TestTCPComm(t *testing.T) {
+	commtest.Run(t, tcpFactory)
+}
+
+// tcpRun runs fn on every rank and returns the ranks' errors.
+func tcpRun(comms []dist.Comm, fn func(r int, c dist.Comm) error) []error {
+	errs := make([]error, len(comms))
+	var wg sync.WaitGroup
+	for r, c := range comms {
+		wg.Go(func() { errs[r] = fn(r, c) })
+	}
+	wg.Wait()
+	return errs
+}
+
+// TestTCPAllReduceSizes covers both algorithms on either side of the
+// small-message threshold, non-power-of-two worlds and uneven chunks,
+// against sums computed here in float64.
+func TestTCPAllReduceSizes(t *testing.T) {
+	sizes := []int{0, 1, 7, 16384, 16385, 300007}
+	worlds := []int{2, 3, 5}
+	if testing.Short() {
+		sizes = []int{0, 7, 16385, 140001}
+		worlds = []int{3}
+	}
+	for _, n := range worlds {
+		comms := tcpFactory(t, n)
+		for _, size := range sizes {
+			for _, op := range []dist.ReduceOp{dist.Sum, dist.Avg, dist.Max} {
+				t.Run(fmt.Sprintf("n=%d/len=%d/%v", n, size, op), func(t *testing.T) {
+					in := make([][]float32, n)
+					for r := range in {
+						in[r] = make([]float32, size)
+						for i := range in[r] {
+							in[r][i] = float32((i*7+r*13)%101) - 50
+						}
+					}
+					want := make([]float64, size)
+					for i := range want {
+						acc := float64(in[0][i])
+						for r := 1; r < n; r++ {
+							switch op {
+							case dist.Max:
+								acc = max(acc, float64(in[r][i]))
+							default:
+								acc += float64(in[r][i])
+							}
+						}
+						if op == dist.Avg {
+							acc /= float64(n)
+						}
+						want[i] = acc
+					}
+					outs := make([][]float32, n)
+					errs := tcpRun(comms, func(r int, c dist.Comm) error {
+						x := tensor.FromSlice(in[r], nil)
+						defer x.Release()
+						if err := c.AllReduce(context.Background(), x, op); err != nil {
+							return err
+						}
+						outs[r] = x.Float32s()
+						return nil
+					})
+					for r, err := range errs {
+						if err != nil {
+							t.Fatalf("rank %d: %v", r, err)
+						}
+					}
+					for r := range n {
+						for i, w := range want {
+							if d := float64(outs[r][i]) - w; d > 1e-4 || d < -1e-4 {
+								t.Fatalf("rank %d: element %d = %v, want %v", r, i, outs[r][i], w)
+							}
+							if outs[r][i] != outs[0][i] {
+								t.Fatalf("rank %d: element %d = %v differs from rank 0's %v", r, i, outs[r][i], outs[0][i])
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+func TestTCPWrongToken(t *testing.T) {
+	var logs strings.Builder
+	var mu sync.Mutex
+	lns, addrs := tcpListeners(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var errs [2]error
+	var wg sync.WaitGroup
+	for r, tok := range [][]byte{tcpTestToken, []byte("another job's token")} {
+		wg.Go(func() {
+			log := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, nil))
+			c, err := dist.DialTCP(ctx, dist.TCPConfig{Rank: r, Size: 2, Addrs: addrs, Listener: lns[r], Token: tok, Logger: log})
+			if c != nil {
+				c.Close()
+			}
+			errs[r] = err
+		})
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err == nil {
+			t.Errorf("rank %d connected with a wrong token", r)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logs.String(), "refused connection") {
+		t.Errorf("no refusal logged; log:\n%s", logs.String())
+	}
+}
+
+type lockedWriter struct {
+	w  *strings.Builder
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// TestTCPRejectsStrangers sends garbage and a replayed-looking hello to a
+// rank that is waiting for its peers; it must drop them and still connect.
+func TestTCPRejectsStrangers(t *testing.T) {
+	lns, addrs := tcpListeners(t, 2)
+	for _, junk := range [][]byte{
+		[]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
+		append([]byte("FLKH\x01\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00"), make([]byte, 32)...),
+	} {
+		c, err := net.Dial("tcp", addrs[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write(junk)
+		defer c.Close()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	comms := make([]dist.Comm, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for r := range 2 {
+		wg.Go(func() {
+			comms[r], errs[r] = dist.DialTCP(ctx, dist.TCPConfig{Rank: r, Size: 2, Addrs: addrs, Listener: lns[r], Token: tcpTestToken})
+		})
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+		defer comms[r].Close()
+	}
+	errs = tcpRun(comms, func(r int, c dist.Comm) error { return c.Barrier(ctx) })
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: barrier: %v", r, err)
+		}
+	}
+}
+
+// TestTCPPeerDies closes one rank's communicator in the middle of a large
+// all-reduce: the others must fail promptly with an OpError naming it.
+func TestTCPPeerDies(t *testing.T) {
+	const n, victim = 4, 2
+	comms := tcpFactory(t, n)
+	start := time.Now()
+	errs := tcpRun(comms, func(r int, c dist.Comm) error {
+		x := tensor.Zeros(tensor.Shape{8 << 20})
+		defer x.Release()
+		if r == victim {
+			time.Sleep(20 * time.Millisecond)
+			return c.Close()
+		}
+		for {
+			if err := c.AllReduce(context.Background(), x, dist.Sum); err != nil {
+				return err
+			}
+		}
+	})
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("failure took %v to surface", d)
+	}
+	for r, err := range errs {
+		if r == victim {
+			continue
+		}
+		var oe *dist.OpError
+		if !errors.As(err, &oe) {
+			t.Fatalf("rank %d: %v is not an OpError", r, err)
+		}
+		if oe.Rank != victim {
+			t.Errorf("rank %d: %v names rank %d, want %d", r, err, oe.Rank, victim)
+		}
+	}
+}
+
+// TestTCPPeerHangs stops a rank from taking part: the others must fail
+// after the timeout naming a rank, instead of hanging.
+func TestTCPPeerHangs(t *testing.T) {
+	const n = 3
+	comms, errs := tcpWorld(t, n, 300*time.Millisecond)
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	start := time.Now()
+	errs = tcpRun(comms[:n-1], func(r int, c dist.Comm) error {
+		x := tensor.Zeros(tensor.Shape{1000})
+		defer x.Release()
+		return c.AllReduce(context.Background(), x, dist.Sum)
+	})
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("timeout took %v", d)
+	}
+	for r, err := range errs {
+		var oe *dist.OpError
+		if !errors.As(err, &oe) || oe.Rank < 0 {
+			t.Errorf("rank %d: got %v, want an OpError naming a rank", r, err)
+		}
+	}
+}
+
+// TestTCPKilledProcess runs rank 1 in a child process (this test binary)
+// and kills it during an all-reduce loop.
+func TestTCPKilledProcess(t *testing.T) {
+	if os.Getenv("FLOCK_TCP_CHILD") != "" {
+		tcpChild()
+		return
+	}
+	if testing.Short() {
+		t.Skip("spawns a process")
+	}
+	lns, addrs := tcpListeners(t, 2)
+	lns[1].Close()
+	ln1, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs[1] = ln1.Addr().String()
+	f, err := ln1.(*net.TCPListener).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln1.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestTCPKilledProcess$")
+	cmd.Env = append(os.Environ(), "FLOCK_TCP_CHILD=1", "FLOCK_TCP_ADDRS="+strings.Join(addrs, ","))
+	cmd.ExtraFiles = []*os.File{f}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	defer cmd.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := dist.DialTCP(ctx, dist.TCPConfig{Rank: 0, Size: 2, Addrs: addrs, Listener: lns[0], Token: tcpTestToken, Timeout: 5 * time.Second})
+	if err != nil {
+		cmd.Process.Kill()
+		t.Fatal(err)
+	}
+	defer c.Close()
+	x := tensor.Zeros(tensor.Shape{4 << 20})
+	defer x.Release()
+	for range 3 {
+		if err := c.AllReduce(ctx, x, dist.Sum); err != nil {
+			cmd.Process.Kill()
+			t.Fatal(err)
+		}
+	}
+	killed := time.Now()
+	cmd.Process.Kill()
+	for {
+		err := c.AllReduce(ctx, x, dist.Sum)
+		if err == nil {
+			continue
+		}
+		var oe *dist.OpError
+		if !errors.As(err, &oe) || oe.Rank != 1 {
+			t.Fatalf("got %v, want an OpError naming rank 1", err)
+		}
+		if d := time.Since(killed); d > 3*time.Second {
+			t.Errorf("failure took %v to surface", d)
+		}
+		return
+	}
+}
+
+func tcpChild() {
+	addrs := strings.Split(os.Getenv("FLOCK_TCP_ADDRS"), ",")
+	ln, err := net.FileListener(os.NewFile(3, "listener"))
+	if err != nil {
+		os.Exit(3)
+	}
+	c, err := dist.DialTCP(context.Background(), dist.TCPConfig{Rank: 1, Size: 2, Addrs: addrs, Listener: ln, Token: tcpTestToken, Timeout: 5 * time.Second})
+	if err != nil {
+		os.Exit(4)
+	}
+	x := tensor.Zeros(tensor.Shape{4 << 20})
+	for {
+		if err := c.AllReduce(context.Background(), x, dist.Sum); err != nil {
+			os.Exit(5)
+		}
+	}
+}
+
+// TestTCPSteadyStateAllocs checks that repeated all-reduces of a fixed
+// tensor allocate nothing per message.
+func TestTCPSteadyStateAllocs(t *testing.T) {
+	comms := tcpFactory(t, 2)
+	xs := []*tensor.Tensor{tensor.Zeros(tensor.Shape{1 << 20}), tensor.Zeros(tensor.Shape{1 << 20})}
+	defer xs[0].Release()
+	defer xs[1].Release()
+	start, stop := make(chan struct{}), make(chan error)
+	go func() {
+		for range start {
+			stop <- comms[1].AllReduce(context.Background(), xs[1], dist.Sum)
+		}
+	}()
+	defer close(start)
+	run := func() {
+		start <- struct{}{}
+		if err := comms[0].AllReduce(context.Background(), xs[0], dist.Sum); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-stop; err != nil {
+			t.Fatal(err)
+		}
+	}
+	run()
+	// Both ranks run in this process, so the count covers both; 1 MiB of
+	// float32 is 8 segments per rank and phase.
+	if a := testing.AllocsPerRun(10, run); a > 4 {
+		t.Errorf("%v allocations per all-reduce", a)
+	}
+}
+
+func TestTCPConfigErrors(t *testing.T) {
+	ctx := context.Background()
+	for _, cfg := range []dist.TCPConfig{
+		{Rank: 0, Size: 0},
+		{Rank: 2, Size: 2},
+		{Rank: 0, Size: 2, Addrs: []string{"a"}},
+		{Rank: 0, Size: 2, Addrs: []string{"a", "b"}},
+	} {
+		if _, err := dist.DialTCP(ctx, cfg); err == nil {
+			t.Errorf("%+v: no error", cfg)
+		}
+	}
+	c, err := dist.DialTCP(ctx, dist.TCPConfig{Rank: 0, Size: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	x := tensor.FromSlice([]float32{1, 2}, nil)
+	defer x.Release()
+	if err := c.AllReduce(ctx, x, dist.Avg); err != nil {
+		t.Fatal(err)
+	}
+	if got := x.Float32s(); got[0] != 1 || got[1] != 2 {
+		t.Errorf("single-rank all-reduce changed the tensor: %v", got)
+	}
+}
