@@ -7,6 +7,8 @@
 // The commands are:
 //
 //	train    train a model on Fashion-MNIST (see flock train --help)
+//	run      start the ranks of a distributed job (see flock run --help)
+//	bench    measure flock against its peers (see flock bench --help)
 //	help     show the help of a command
 //
 // Exit status: 0 on success, 1 when the work failed (missing data, an I/O
@@ -40,6 +42,8 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"train", "train a model on Fashion-MNIST", runTrain, trainHelp},
+		{"run", "start the ranks of a distributed job (like torchrun)", runLaunch, launchHelp},
+		{"bench", "measure flock against its peers (all-reduce bandwidth)", runBench, benchHelp},
 	}
 }
 

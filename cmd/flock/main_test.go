@@ -31,7 +31,7 @@ func TestUsage(t *testing.T) {
 		stderr []string
 	}{
 		{"no command", nil, exitUsage, nil, []string{"Usage:", "train"}},
-		{"help flag", []string{"--help"}, exitOK, []string{"Usage:", "flock <command>", "train", "help"}, nil},
+		{"help flag", []string{"--help"}, exitOK, []string{"Usage:", "flock <command>", "train", "run", "help"}, nil},
 		{"help", []string{"help"}, exitOK, []string{"Usage:", "train"}, nil},
 		{"help train", []string{"help", "train"}, exitOK, []string{"Usage: flock train", "--epochs N", "(default 5)", "--optimizer NAME", "(default sgd)", "--lr X", "(default 0.05)", "--warmup EPOCHS"}, nil},
 		{"train help", []string{"train", "--help"}, exitOK, []string{"Usage: flock train", "--batch-size N", "(default 128)", "--schedule NAME", "(default cosine)"}, nil},

@@ -1,0 +1,363 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flockml/flock/bench"
+	"github.com/flockml/flock/dist"
+)
+
+// benchWorker is the internal subcommand that runs one rank of an
+// all-reduce measurement; flock bench allreduce starts it.
+const benchWorker = "allreduce-worker"
+
+func benchHelp(w io.Writer) {
+	fmt.Fprint(w, `Usage: flock bench <benchmark> [flags]
+
+Benchmarks:
+  allreduce  all-reduce bus bandwidth over local processes, optionally
+             side by side with PyTorch's Gloo backend
+
+Run 'flock bench allreduce --help' for its flags.
+`)
+}
+
+func runBench(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		benchHelp(stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		benchHelp(stdout)
+		return exitOK
+	case "allreduce":
+		return runBenchAllReduce(args[1:], stdout, stderr)
+	case benchWorker:
+		return runBenchWorker(args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "flock bench: unknown benchmark %q (benchmarks: allreduce); run 'flock bench --help' for usage\n", args[0])
+	return exitUsage
+}
+
+func benchUsageError(stderr io.Writer, format string, a ...any) int {
+	fmt.Fprintf(stderr, "flock bench allreduce: "+format+"; run 'flock bench allreduce --help' for usage\n", a...)
+	return exitUsage
+}
+
+type allReduceOptions struct {
+	nproc, sizes, peer, python, script, out string
+	pairs, warmup, iters                    int
+	timeout                                 time.Duration
+	json                                    bool
+}
+
+func allReduceFlags(o *allReduceOptions) *flag.FlagSet {
+	fs := flag.NewFlagSet("flock bench allreduce", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.nproc, "nproc", "2,4", "comma-separated world `SIZES` (processes on this machine)")
+	fs.StringVar(&o.sizes, "size", "1MiB,16MiB,100MiB", "comma-separated message `SIZES` of float32 data (B, KiB, MiB, GiB, kB, MB, GB)")
+	fs.StringVar(&o.peer, "peer", "", "also measure `PEER`, alternating with flock: gloo (PyTorch torch.distributed)")
+	fs.IntVar(&o.pairs, "pairs", 5, "measured rounds, after one warm-up round; each round runs every implementation once per world size")
+	fs.IntVar(&o.warmup, "warmup", 2, "untimed all-reduces per size in each run")
+	fs.IntVar(&o.iters, "iters", 5, "timed all-reduces per size in each run (a run's figure is their median)")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "limit of each run")
+	fs.BoolVar(&o.json, "json", false, "write JSON Lines records to stdout instead of the table")
+	fs.StringVar(&o.out, "out", "", "also write allreduce_<date>.jsonl and allreduce_<date>.md into `DIR` (e.g. bench/results)")
+	fs.StringVar(&o.python, "python", bench.DefaultPython, "Python interpreter with PyTorch, for --peer gloo")
+	fs.StringVar(&o.script, "peer-script", filepath.Join("bench", "peers", "gloo_allreduce.py"), "the Gloo peer's script")
+	return fs
+}
+
+func benchAllReduceHelp(w io.Writer) {
+	var o allReduceOptions
+	fs := allReduceFlags(&o)
+	fmt.Fprint(w, `Usage: flock bench allreduce [flags]
+
+Measure all-reduce (sum of float32 tensors) over processes of this machine
+that connect through flock's TCP backend on loopback. Each run starts the
+world size's flock processes, which for every size do the warm-up
+all-reduces and then the timed ones, each after a barrier; a run's figure
+is the median T of its timed all-reduces of S bytes, given as
+
+  algorithm bandwidth  S/T
+  bus bandwidth        2(n-1)/n · S/T   (n processes)
+
+in GB/s (10^9 bytes/s). With --peer gloo every round also runs
+bench/peers/gloo_allreduce.py (torch.distributed, gloo backend) with the
+same sizes right after flock, and the table gives the median and range of
+the round-by-round ratios flock/gloo of bus bandwidth. The first round is a
+warm-up and is left out of the table.
+
+Flags:
+`)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+func parseList[T any](s, what string, parse func(string) (T, error)) ([]T, error) {
+	var out []T
+	for f := range strings.SplitSeq(s, ",") {
+		v, err := parse(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("%s %q: %v", what, f, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func runBenchAllReduce(args []string, stdout, stderr io.Writer) int {
+	var o allReduceOptions
+	fs := allReduceFlags(&o)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			benchAllReduceHelp(stdout)
+			return exitOK
+		}
+		return benchUsageError(stderr, "%v", err)
+	}
+	if fs.NArg() > 0 {
+		return benchUsageError(stderr, "unexpected argument %q", fs.Arg(0))
+	}
+	nprocs, err := parseList(o.nproc, "nproc", func(s string) (int, error) {
+		n, err := strconv.Atoi(s)
+		if err == nil && n < 1 {
+			err = errors.New("want ≥ 1")
+		}
+		return n, err
+	})
+	if err != nil {
+		return benchUsageError(stderr, "%v", err)
+	}
+	sizes, err := parseList(o.sizes, "size", func(s string) (int64, error) {
+		b, err := bench.ParseSize(s)
+		if err == nil && (b <= 0 || b%4 != 0) {
+			err = errors.New("want a positive multiple of 4 bytes (float32)")
+		}
+		return b, err
+	})
+	if err != nil {
+		return benchUsageError(stderr, "%v", err)
+	}
+	if o.peer != "" && o.peer != bench.ImplGloo {
+		return benchUsageError(stderr, "unknown peer %q (peers: gloo)", o.peer)
+	}
+	if o.pairs < 0 || o.warmup < 0 || o.iters < 1 {
+		return benchUsageError(stderr, "pairs %d, warmup %d, iters %d: want pairs, warmup ≥ 0 and iters ≥ 1", o.pairs, o.warmup, o.iters)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(stderr, "flock bench allreduce: %v\n", err)
+		return exitFailure
+	}
+	cfg := bench.AllReduceConfig{
+		NProc: nprocs, Sizes: sizes, Pairs: o.pairs, Warmup: o.warmup, Iters: o.iters,
+		Flock: []string{exe, "bench", benchWorker}, Peer: o.peer, Timeout: o.timeout, Stderr: stderr,
+	}
+	if o.peer == bench.ImplGloo {
+		if _, err := os.Stat(o.script); err != nil {
+			fmt.Fprintf(stderr, "flock bench allreduce: peer script: %v (run from the repository root or give --peer-script)\n", err)
+			return exitFailure
+		}
+		cfg.PeerCommand = []string{o.python, o.script}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	start := time.Now().UTC()
+	machine := machineRecord(args, start, cfg)
+	enc := json.NewEncoder(stdout)
+	if o.json {
+		_ = enc.Encode(machine)
+	}
+	emit := func(m bench.AllReduceMeasurement) {
+		if o.json {
+			_ = enc.Encode(m)
+			return
+		}
+		tag := ""
+		if m.WarmupPair {
+			tag = " (warm-up)"
+		}
+		fmt.Fprintf(stdout, "round %d%s  %-5s %d ranks %7s  %9.3f ms  algbw %6.3f GB/s  busbw %6.3f GB/s\n",
+			m.Pair, tag, m.Impl, m.NProc, bench.FormatSize(m.Bytes), m.MedianS*1e3, m.AlgBW, m.BusBW)
+	}
+	ms, err := bench.RunAllReduce(ctx, cfg, emit)
+	if err != nil {
+		fmt.Fprintf(stderr, "flock bench allreduce: %v\n", err)
+		if ctx.Err() != nil {
+			return exitInterrupted
+		}
+		return exitFailure
+	}
+	sums := bench.SummarizeAllReduce(ms, o.peer)
+	if o.json {
+		for _, s := range sums {
+			_ = enc.Encode(summaryRecord(s, o.peer))
+		}
+	} else {
+		fmt.Fprintln(stdout)
+		if err := bench.WriteAllReduceTable(stdout, sums, o.peer); err != nil {
+			fmt.Fprintf(stderr, "flock bench allreduce: %v\n", err)
+			return exitFailure
+		}
+	}
+	if o.out != "" {
+		if err := writeAllReduceResults(o.out, machine, ms, sums, o.peer, cfg, start); err != nil {
+			fmt.Fprintf(stderr, "flock bench allreduce: %v\n", err)
+			return exitFailure
+		}
+	}
+	return exitOK
+}
+
+func machineRecord(args []string, start time.Time, cfg bench.AllReduceConfig) map[string]any {
+	rec := map[string]any{
+		"record":     "machine",
+		"command":    strings.Join(append([]string{"flock", "bench", "allreduce"}, args...), " "),
+		"start":      start.Format(time.RFC3339),
+		"nproc":      runtime.NumCPU(),
+		"gomaxprocs": runtime.GOMAXPROCS(0),
+		"go":         runtime.Version(),
+		"goarch":     runtime.GOARCH,
+		"cpu_model":  cpuModel(),
+		"loadavg":    loadAvg(),
+		"pairs":      cfg.Pairs,
+		"warmup":     cfg.Warmup,
+		"iters":      cfg.Iters,
+	}
+	if cfg.Peer != "" {
+		rec["peer"] = cfg.Peer
+		rec["peer_command"] = strings.Join(cfg.PeerCommand, " ")
+	}
+	return rec
+}
+
+// loadAvg is the first three fields of /proc/loadavg: the machine's load
+// before the benchmark.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+func summaryRecord(s bench.AllReduceSummary, peer string) map[string]any {
+	st := func(x bench.Stats) map[string]any {
+		return map[string]any{"median": x.Median, "min": x.Min, "max": x.Max, "n": x.N}
+	}
+	rec := map[string]any{"record": "summary", "nproc": s.NProc, "bytes": s.Bytes, "flock_busbw_gbps": st(s.Flock)}
+	if peer != "" {
+		rec[peer+"_busbw_gbps"] = st(s.Peer)
+		rec["ratio_flock_"+peer] = st(s.Ratio)
+	}
+	return rec
+}
+
+func writeAllReduceResults(dir string, machine map[string]any, ms []bench.AllReduceMeasurement, sums []bench.AllReduceSummary, peer string, cfg bench.AllReduceConfig, start time.Time) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	base := filepath.Join(dir, "allreduce_"+start.Format("2006-01-02"))
+	jf, err := os.Create(base + ".jsonl")
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(jf)
+	_ = enc.Encode(machine)
+	for _, m := range ms {
+		_ = enc.Encode(m)
+	}
+	for _, s := range sums {
+		_ = enc.Encode(summaryRecord(s, peer))
+	}
+	if err := jf.Close(); err != nil {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# All-reduce bus bandwidth (%s)\n\nMade by (from the repository root, with the flock binary built by `go build -o /tmp/flock ./cmd/flock`):\n\n```\n%s\n```\n\n",
+		start.Format("2006-01-02"), machine["command"])
+	fmt.Fprintf(&b, "Sum of float32 tensors over processes of one machine on loopback. Each run starts the processes afresh; for each size they do %d untimed all-reduces, then %d timed ones, each after a barrier, and a run's figure is the median time T on rank 0. Bus bandwidth = 2(n−1)/n · S/T in GB/s (10⁹ B/s). ", cfg.Warmup, cfg.Iters)
+	if peer != "" {
+		fmt.Fprintf(&b, "Each round runs flock and then %s (bench/peers/gloo_allreduce.py, torch.distributed gloo backend, `GLOO_SOCKET_IFNAME=lo`) for each world size; %d rounds after one warm-up round; figures are the median (min–max) over the rounds, and the ratio is flock/%s computed round by round.\n\n", peer, cfg.Pairs, peer)
+	} else {
+		fmt.Fprintf(&b, "%d rounds after one warm-up round; figures are the median (min–max) over the rounds.\n\n", cfg.Pairs)
+	}
+	if err := bench.WriteAllReduceTable(&b, sums, peer); err != nil {
+		return err
+	}
+	fmt.Fprintf(&b, "\n## Setup\n\n- Machine: %d CPUs, %s; %s, GOMAXPROCS %d per process; load average %s at the start (other processes share these cores).\n", machine["nproc"], machine["cpu_model"], machine["go"], machine["gomaxprocs"], machine["loadavg"])
+	for _, m := range ms {
+		if m.Impl == peer {
+			fmt.Fprintf(&b, "- %s: PyTorch %s (`%s`).\n", peer, m.Version, machine["peer_command"])
+			break
+		}
+	}
+	fmt.Fprintf(&b, "- Records: `%s`.\n", filepath.Base(base)+".jsonl")
+	return os.WriteFile(base+".md", []byte(b.String()), 0o644)
+}
+
+// runBenchWorker is one rank of flock bench allreduce: it joins the job
+// described by the environment (dist.EnvFromOS) and runs
+// bench.AllReduceWorker.
+func runBenchWorker(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("flock bench "+benchWorker, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	sizesFlag := fs.String("sizes", "", "comma-separated sizes in bytes")
+	warmup := fs.Int("warmup", 2, "untimed all-reduces per size")
+	iters := fs.Int("iters", 5, "timed all-reduces per size")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	sizes, err := parseList(*sizesFlag, "size", func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) })
+	if err != nil {
+		fmt.Fprintf(stderr, "flock bench %s: %v\n", benchWorker, err)
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	env, err := dist.EnvFromOS()
+	if err != nil {
+		fmt.Fprintf(stderr, "flock bench %s: %v\n", benchWorker, err)
+		return exitFailure
+	}
+	c, err := dist.Init(ctx, env, dist.InitOptions{})
+	if err != nil {
+		fmt.Fprintf(stderr, "flock bench %s: %v\n", benchWorker, err)
+		return exitFailure
+	}
+	defer c.Close()
+	if err := bench.AllReduceWorker(ctx, c, sizes, *warmup, *iters, stdout); err != nil {
+		fmt.Fprintf(stderr, "flock bench %s: %v\n", benchWorker, err)
+		return exitFailure
+	}
+	return exitOK
+}

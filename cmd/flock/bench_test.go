@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestBenchUsage(t *testing.T) {
+	cases := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"no benchmark", []string{"bench"}, exitUsage, "", "Usage: flock bench"},
+		{"help", []string{"bench", "--help"}, exitOK, "allreduce", ""},
+		{"help bench", []string{"help", "bench"}, exitOK, "allreduce", ""},
+		{"allreduce help", []string{"bench", "allreduce", "-h"}, exitOK, "2(n-1)/n", ""},
+		{"unknown benchmark", []string{"bench", "matmul"}, exitUsage, "", `unknown benchmark "matmul"`},
+		{"bad nproc", []string{"bench", "allreduce", "--nproc", "2,0"}, exitUsage, "", `nproc "0": want ≥ 1`},
+		{"bad size", []string{"bench", "allreduce", "--size", "1MiB,6B"}, exitUsage, "", `size "6B": want a positive multiple of 4`},
+		{"size not a number", []string{"bench", "allreduce", "--size", "big"}, exitUsage, "", `size "big"`},
+		{"unknown peer", []string{"bench", "allreduce", "--peer", "nccl"}, exitUsage, "", `unknown peer "nccl"`},
+		{"no iters", []string{"bench", "allreduce", "--iters", "0"}, exitUsage, "", "iters 0"},
+		{"stray argument", []string{"bench", "allreduce", "gloo"}, exitUsage, "", `unexpected argument "gloo"`},
+		{"missing peer script", []string{"bench", "allreduce", "--peer", "gloo", "--peer-script", "/nonexistent/x.py"}, exitFailure, "", "/nonexistent/x.py"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(c.args, &stdout, &stderr)
+			if code != c.code {
+				t.Errorf("exit status %d, want %d (stderr %q)", code, c.code, stderr.String())
+			}
+			if !strings.Contains(stdout.String(), c.stdout) || !strings.Contains(stderr.String(), c.stderr) {
+				t.Errorf("stdout %q, stderr %q; want them to contain %q and %q", stdout.String(), stderr.String(), c.stdout, c.stderr)
+			}
+		})
+	}
+}
+
+// TestBenchAllReduce builds flock and runs a tiny all-reduce benchmark over
+// 2 processes, checking the JSON records. FLOCK_TEST_GLOO=1 adds the Gloo
+// peer (needs /usr/bin/python3 with PyTorch; slow to start).
+func TestBenchAllReduce(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "flock")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	args := []string{"bench", "allreduce", "--nproc", "2", "--size", "4KiB,64KiB", "--pairs", "1", "--warmup", "1", "--iters", "2", "--json", "--out", dir}
+	impls := []string{"flock"}
+	if os.Getenv("FLOCK_TEST_GLOO") == "1" {
+		args = append(args, "--peer", "gloo", "--peer-script", filepath.Join("..", "..", "bench", "peers", "gloo_allreduce.py"))
+		impls = append(impls, "gloo")
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	counts := map[string]int{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		var rec struct {
+			Record string  `json:"record"`
+			Impl   string  `json:"impl"`
+			NProc  int     `json:"nproc"`
+			Bytes  int64   `json:"bytes"`
+			BusBW  float64 `json:"busbw_gbps"`
+			AlgBW  float64 `json:"algbw_gbps"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		counts[rec.Record]++
+		if rec.Record == "allreduce" {
+			counts[rec.Impl]++
+			if rec.NProc != 2 || (rec.Bytes != 4<<10 && rec.Bytes != 64<<10) || rec.BusBW <= 0 || rec.BusBW != rec.AlgBW {
+				t.Errorf("record %s: want 2 ranks, a requested size, busbw = algbw > 0", sc.Text())
+			}
+		}
+	}
+	if counts["machine"] != 1 || counts["allreduce"] != 4*len(impls) || counts["summary"] != 2 {
+		t.Errorf("record counts %v", counts)
+	}
+	for _, impl := range impls {
+		if counts[impl] != 4 {
+			t.Errorf("%d %s records, want 4", counts[impl], impl)
+		}
+	}
+	matches, _ := filepath.Glob(filepath.Join(dir, "allreduce_*.md"))
+	if len(matches) != 1 {
+		t.Fatalf("results %v, want one Markdown file", matches)
+	}
+	md, _ := os.ReadFile(matches[0])
+	if !strings.Contains(string(md), "| 2 | 64KiB |") || !strings.Contains(string(md), "flock bench allreduce --nproc 2") {
+		t.Errorf("Markdown results:\n%s", md)
+	}
+}

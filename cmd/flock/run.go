@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/flockml/flock/dist/launch"
+)
+
+// runOptions are the flags of flock run.
+type runOptions struct {
+	nproc, nnodes, nodeRank int
+	master                  string
+	grace                   time.Duration
+}
+
+func runFlags(o *runOptions) *flag.FlagSet {
+	fs := flag.NewFlagSet("flock run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.IntVar(&o.nproc, "nproc", 1, "processes to start on this node")
+	fs.IntVar(&o.nnodes, "nnodes", 1, "nodes of the job, each running flock run with the same --nproc")
+	fs.IntVar(&o.nodeRank, "node-rank", 0, "this node's index in [0, nnodes)")
+	fs.StringVar(&o.master, "master", "", "`HOST:PORT` of rank 0's rendezvous store (required for several nodes; default on one node: 127.0.0.1 and a free port)")
+	fs.DurationVar(&o.grace, "grace", launch.DefaultGrace, "time between asking the ranks to stop (SIGTERM or a forwarded signal) and SIGKILL, a `DURATION` such as 30s or 2m")
+	return fs
+}
+
+func launchHelp(w io.Writer) {
+	fmt.Fprint(w, `Usage: flock run [flags] [--] PROGRAM [ARGS...]
+
+Start the ranks of a distributed job on this node: --nproc processes of
+PROGRAM, each with torchrun's variables set (RANK, WORLD_SIZE, LOCAL_RANK,
+LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), the job's secret in
+FLOCK_JOB_TOKEN, and GOMAXPROCS and OMP_NUM_THREADS set to the cores divided
+by --nproc unless already set. Rank r of node n is n·nproc + local rank.
+
+On one node the secret is made up when FLOCK_JOB_TOKEN is not set; for
+several nodes, set the same FLOCK_JOB_TOKEN on every node (e.g. the output
+of 'openssl rand -hex 32') and give every node the same --master.
+
+Every line the ranks write is prefixed with "[rank] ". SIGINT and SIGTERM
+are forwarded to the ranks. When a rank exits with a non-zero status, the
+others get SIGTERM, then SIGKILL after the grace period, and flock run exits
+with that rank's status (128+N when signal N ended it).
+
+Examples:
+  flock run --nproc 4 -- flock train --model cnn
+  flock run --nnodes 2 --node-rank 0 --master node1:29500 --nproc 8 -- flock train
+
+Flags:
+`)
+	o := runOptions{}
+	fs := runFlags(&o)
+	fs.VisitAll(func(f *flag.Flag) {
+		name, use := flag.UnquoteUsage(f)
+		switch name {
+		case "int":
+			name = "N"
+		case "string":
+			name = "VALUE"
+		}
+		head := "--" + f.Name + " " + name
+		if f.DefValue != "" && f.DefValue != "0" || f.Name == "node-rank" {
+			use += " (default " + f.DefValue + ")"
+		}
+		fmt.Fprintf(w, "  %s\n\t%s\n", head, use)
+	})
+	fmt.Fprint(w, `
+Exit status: the failed rank's status, 0 when every rank succeeded, 1 when a
+rank could not be started, 2 for a usage error, 128+N when interrupted by
+signal N and every rank exited with 0.
+`)
+}
+
+func runUsageError(stderr io.Writer, format string, a ...any) int {
+	fmt.Fprintf(stderr, "flock run: "+format+"; run 'flock run --help' for usage\n", a...)
+	return exitUsage
+}
+
+func runLaunch(args []string, stdout, stderr io.Writer) int {
+	o := runOptions{}
+	fs := runFlags(&o)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			launchHelp(stdout)
+			return exitOK
+		}
+		return runUsageError(stderr, "%v", err)
+	}
+	if fs.NArg() == 0 {
+		return runUsageError(stderr, "no program to run")
+	}
+	if o.grace <= 0 {
+		return runUsageError(stderr, "grace %v: want > 0", o.grace)
+	}
+	program := fs.Arg(0)
+	if program == "flock" {
+		// The flock that runs, when none is installed in PATH.
+		if _, err := exec.LookPath(program); err != nil {
+			if exe, err := os.Executable(); err == nil {
+				program = exe
+			}
+		}
+	}
+
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey && len(groups) == 0 {
+				return slog.Attr{}
+			}
+			if a.Key == slog.MessageKey {
+				a.Value = slog.StringValue("flock run: " + a.Value.String())
+			}
+			return a
+		},
+	}))
+	code, err := launch.Run(context.Background(), launch.Config{
+		NProc:    o.nproc,
+		NNodes:   o.nnodes,
+		NodeRank: o.nodeRank,
+		Master:   o.master,
+		Program:  program,
+		Args:     fs.Args()[1:],
+		Stdout:   stdout,
+		Stderr:   stderr,
+		Signals:  sigs,
+		Grace:    o.grace,
+		Logger:   log,
+	})
+	if err != nil {
+		msg := strings.TrimPrefix(err.Error(), "launch: ")
+		if errors.Is(err, launch.ErrConfig) {
+			return runUsageError(stderr, "%s", strings.TrimPrefix(msg, "invalid config: "))
+		}
+		fmt.Fprintf(stderr, "flock run: %s\n", msg)
+	}
+	return code
+}

@@ -1,0 +1,152 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestRunUsage checks flock run's help and its refusals of bad command
+// lines: help on stdout with status 0, one line on stderr otherwise.
+func TestRunUsage(t *testing.T) {
+	cases := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout []string
+		stderr []string
+	}{
+		{"help flag", []string{"run", "--help"}, exitOK, []string{"Usage: flock run", "--nproc N", "(default 1)", "--node-rank N", "(default 0)", "--master HOST:PORT", "--grace DURATION", "(default 15s)", "FLOCK_JOB_TOKEN"}, nil},
+		{"help run", []string{"help", "run"}, exitOK, []string{"Usage: flock run"}, nil},
+		{"listed", []string{"--help"}, exitOK, []string{"  run      start the ranks"}, nil},
+		{"no program", []string{"run", "--nproc", "2"}, exitUsage, nil, []string{"flock run: no program to run", "flock run --help"}},
+		{"unknown flag", []string{"run", "--nprocs", "2", "--", "true"}, exitUsage, nil, []string{"flag provided but not defined: -nprocs"}},
+		{"zero nproc", []string{"run", "--nproc", "0", "--", "true"}, exitUsage, nil, []string{"flock run: nproc 0: want ≥ 1"}},
+		{"nodes without master", []string{"run", "--nnodes", "2", "--", "true"}, exitUsage, nil, []string{"2 nodes need the master's HOST:PORT"}},
+		{"node rank", []string{"run", "--nnodes", "2", "--node-rank", "2", "--master", "h:1", "--", "true"}, exitUsage, nil, []string{"node rank 2: want in [0, 2)"}},
+		{"bad master", []string{"run", "--master", "h", "--", "true"}, exitUsage, nil, []string{`master "h": want HOST:PORT`}},
+		{"zero grace", []string{"run", "--grace", "0s", "--", "true"}, exitUsage, nil, []string{"grace 0s: want > 0"}},
+		{"bad grace", []string{"run", "--grace", "soon", "--", "true"}, exitUsage, nil, []string{`invalid value "soon" for flag -grace`}},
+		{"program not found", []string{"run", "--", "no-such-program-flock"}, exitFailure, nil, []string{"flock run: ", "no-such-program-flock"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(c.args, &stdout, &stderr)
+			if code != c.code {
+				t.Errorf("exit status %d, want %d (stderr %q)", code, c.code, stderr.String())
+			}
+			for _, w := range c.stdout {
+				if !strings.Contains(stdout.String(), w) {
+					t.Errorf("stdout does not contain %q:\n%s", w, stdout.String())
+				}
+			}
+			for _, w := range c.stderr {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr does not contain %q:\n%s", w, stderr.String())
+				}
+			}
+			if c.code == exitOK && stderr.Len() > 0 {
+				t.Errorf("stderr not empty: %q", stderr.String())
+			}
+			if c.code != exitOK {
+				if n := strings.Count(stderr.String(), "\n"); n != 1 || stdout.Len() > 0 {
+					t.Errorf("%d lines on stderr and %d bytes on stdout, want one line on stderr only:\n%s", n, stdout.Len(), stderr.String())
+				}
+			}
+		})
+	}
+}
+
+func sortedLines(s string) []string {
+	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	slices.Sort(lines)
+	return lines
+}
+
+// TestRunJob runs shell ranks: their prefixed output on success, and the
+// status of a failed rank, whose siblings are stopped at once.
+func TestRunJob(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"run", "--nproc", "3", "--", "sh", "-c", `echo "rank $RANK of $WORLD_SIZE"; echo "local $LOCAL_RANK" >&2`}, &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("exit status %d: %s", code, stderr.String())
+	}
+	if got, want := sortedLines(stdout.String()), []string{"[0] rank 0 of 3", "[1] rank 1 of 3", "[2] rank 2 of 3"}; !slices.Equal(got, want) {
+		t.Errorf("stdout %q, want %q", got, want)
+	}
+	if got, want := sortedLines(stderr.String()), []string{"[0] local 0", "[1] local 1", "[2] local 2"}; !slices.Equal(got, want) {
+		t.Errorf("stderr %q, want %q", got, want)
+	}
+
+	stdout.Reset()
+	stderr.Reset()
+	start := time.Now()
+	code = run([]string{"run", "--nproc", "3", "--", "sh", "-c", `if [ "$RANK" = 1 ]; then sleep 0.2; exit 5; fi; sleep 60`}, &stdout, &stderr)
+	if code != 5 {
+		t.Fatalf("exit status %d, want 5: %s", code, stderr.String())
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("took %v: the other ranks were not stopped at once", took)
+	}
+	for _, w := range []string{"flock run: rank 1 exited with status 5; stopped 2 other rank(s)", "rank failed; stopping the others"} {
+		if !strings.Contains(stderr.String(), w) {
+			t.Errorf("stderr does not contain %q:\n%s", w, stderr.String())
+		}
+	}
+}
+
+// TestRunInterrupt sends SIGINT to the built flock run and checks that the
+// ranks get it and that flock run exits with their status.
+func TestRunInterrupt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds flock; skipped in -short mode")
+	}
+	bin := filepath.Join(t.TempDir(), "flock")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "run", "--nproc", "2", "--", "sh", "-c", `trap 'echo got it; exit 7' INT; echo ready; while :; do sleep 0.05; done`)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
+	defer timer.Stop()
+	sc := bufio.NewScanner(out)
+	var lines []string
+	for len(lines) < 2 && sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 7 {
+		t.Fatalf("exit %v, want status 7; stderr %q", err, stderr.String())
+	}
+	if got, want := sortedLines(strings.Join(lines, "\n")), []string{"[0] got it", "[0] ready", "[1] got it", "[1] ready"}; !slices.Equal(got, want) {
+		t.Errorf("stdout %q, want %q", got, want)
+	}
+	if !strings.Contains(stderr.String(), "flock run: interrupted: forwarded signal 2 (interrupt) to the ranks") {
+		t.Errorf("stderr %q does not report the interruption", stderr.String())
+	}
+}
