@@ -32,13 +32,14 @@
 // A Strategy sees the run through a StepContext: the named parameters and
 // their gradients, the optimizer, the schedule (any step's rate, for rules
 // that look ahead), the run's random generator, the step, its position and
-// its learning rate. SingleWorker does nothing; data-parallel training
-// (all-reduce of gradient buckets fired by autograd's OnGradReady hooks,
-// registered in Setup and awaited in AfterBackward), local SGD and QSR
-// (average the parameters in AfterStep when the period — chosen from the
-// next step's rate — ends) and gossip (mix with neighbours in AfterStep)
-// plug in as strategies; Options.Rank and World shard the data among
-// workers. A strategy with state implements Stateful to be checkpointed.
+// its learning rate. SingleWorker does nothing; DataParallel averages the
+// gradients over a dist.Comm (all-reduce of gradient buckets fired by
+// autograd's OnGradReady hooks, registered in Setup and awaited in
+// AfterBackward), so that K workers with batch b train as one with batch
+// K·b; local SGD and QSR (average the parameters in AfterStep when the
+// period — chosen from the next step's rate — ends) and gossip (mix with
+// neighbours in AfterStep) plug in as strategies; Options.Rank and World
+// shard the data among workers. A strategy with state implements Stateful to be checkpointed.
 //
 // # Metrics
 //

@@ -11,10 +11,12 @@ import (
 	"os/signal"
 	"runtime"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
 	"github.com/flockml/flock/dataset"
+	"github.com/flockml/flock/dist"
 	"github.com/flockml/flock/internal/term"
 	"github.com/flockml/flock/nn"
 	"github.com/flockml/flock/nn/models"
@@ -30,6 +32,7 @@ type trainOptions struct {
 	data       string
 	download   bool
 	threads    int
+	workers    int
 }
 
 // trainFlags returns the flag set of flock train, bound to cfg and o. Flag
@@ -57,6 +60,7 @@ func trainFlags(cfg *train.Config, o *trainOptions) *flag.FlagSet {
 	fs.StringVar(&o.data, "data", o.data, "`DIR` holding the Fashion-MNIST files (default: $FLOCK_DATA/fashion-mnist, the user cache, "+dataset.DebianFashionMNISTDir+")")
 	fs.BoolVar(&o.download, "download", o.download, "download Fashion-MNIST when it is not found")
 	fs.IntVar(&o.threads, "threads", o.threads, fmt.Sprintf("worker threads, GOMAXPROCS (0: all %d cores)", runtime.NumCPU()))
+	fs.IntVar(&o.workers, "workers", o.workers, "data-parallel workers in this process, `K` goroutines each taking --batch-size images per step (a step sees K × batch-size)")
 	return fs
 }
 
@@ -69,7 +73,7 @@ func modelList() string {
 }
 
 func trainHelp(w io.Writer) {
-	cfg, o := train.DefaultConfig(), trainOptions{}
+	cfg, o := train.DefaultConfig(), trainOptions{workers: 1}
 	fs := trainFlags(&cfg, &o)
 	fmt.Fprint(w, `Usage: flock train [flags]
 
@@ -85,6 +89,18 @@ and a final {"kind":"summary", ...}.
 A checkpoint holds the model, the optimizer, the schedule's step, the random
 generator, the data position and the settings in one safetensors file; a
 run resumed from it continues exactly as if it had not stopped.
+
+Data parallel: with --workers K, K workers in this process each train on
+their own shard of the data with --batch-size images per step and average
+their gradients before every step, so a step sees K × batch-size images and
+the run follows one worker with --batch-size K × batch-size (the learning
+rate is not scaled). Started by a launcher — 'flock run --nproc K -- flock
+train', torchrun, srun or mpirun (RANK and WORLD_SIZE, SLURM_PROCID and
+SLURM_NTASKS, or OMPI_COMM_WORLD_RANK and _SIZE set) — each process is one
+worker and the workers meet at MASTER_ADDR:MASTER_PORT, authenticated by
+FLOCK_JOB_TOKEN. Worker 0 alone evaluates, reports and writes checkpoints;
+its training loss and accuracy are those of its shard, and images/s counts
+every worker.
 
 Flags:
 `)
@@ -112,6 +128,8 @@ Examples:
   flock train --model mlp --epochs 10 --optimizer adamw --lr 1e-3 --weight-decay 0.05
   flock train --checkpoint run.safetensors      # Ctrl-C, then:
   flock train --resume run.safetensors --checkpoint run.safetensors
+  flock train --workers 2                       # 2 × 128 images per step
+  flock run --nproc 2 -- flock train            # the same over TCP
 `)
 }
 
@@ -122,7 +140,7 @@ func usageError(stderr io.Writer, format string, a ...any) int {
 }
 
 func runTrain(args []string, stdout, stderr io.Writer) int {
-	cfg, o := train.DefaultConfig(), trainOptions{}
+	cfg, o := train.DefaultConfig(), trainOptions{workers: 1}
 	fs := trainFlags(&cfg, &o)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -152,6 +170,17 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 	if o.threads < 0 {
 		return usageError(stderr, "threads %d: want ≥ 0", o.threads)
 	}
+	if o.workers < 1 {
+		return usageError(stderr, "workers %d: want ≥ 1", o.workers)
+	}
+	env, launched, err := launcherEnv()
+	if err != nil {
+		fmt.Fprintf(stderr, "flock train: %v\n", err)
+		return exitFailure
+	}
+	if launched && o.workers > 1 {
+		return usageError(stderr, "--workers %d in a process started by a launcher (rank %d of %d): use one or the other", o.workers, env.Rank, env.Size)
+	}
 	if o.threads > 0 {
 		runtime.GOMAXPROCS(o.threads)
 	}
@@ -165,7 +194,7 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 	}()
 
 	var progress io.Writer
-	if !o.json {
+	if !o.json && (!launched || env.Rank == 0) {
 		progress = stderr
 	}
 	trainSet, testSet, err := dataset.LoadFashionMNIST(ctx, dataset.FashionMNISTOptions{
@@ -179,36 +208,170 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 
-	out := newReporter(stdout, o.json, term.IsTerminal(stdout))
-	t, err := train.New(cfg, trainSet, testSet, train.Options{
-		OnRecord:       out.record,
-		OnProgress:     out.progress,
-		CheckpointPath: o.checkpoint,
-	})
-	if err != nil {
-		fmt.Fprintf(stderr, "flock train: %v\n", err)
-		return exitFailure
+	var comms []dist.Comm
+	switch {
+	case o.workers > 1:
+		comms = dist.NewLocal(o.workers)
+	case launched:
+		c, err := dist.Init(ctx, env, dist.InitOptions{})
+		if err != nil {
+			fmt.Fprintf(stderr, "flock train: rank %d of %d: %v\n", env.Rank, env.Size, err)
+			if ctx.Err() != nil {
+				return exitInterrupted
+			}
+			return exitFailure
+		}
+		comms = []dist.Comm{c}
 	}
-	defer t.Close()
-	if o.resume != "" {
-		if err := t.LoadCheckpoint(o.resume); err != nil {
+	return trainWorkers(ctx, cfg, o, trainSet, testSet, comms, stdout, stderr)
+}
+
+// launcherEnv returns the rank and world of a process started by a
+// launcher (flock run, torchrun, srun, mpirun), and whether there is one
+// with more than one rank.
+func launcherEnv() (dist.Env, bool, error) {
+	env, err := dist.EnvFromOS()
+	if err != nil {
+		return dist.Env{}, false, err
+	}
+	return env, env.Size > 1, nil
+}
+
+// worker is one data-parallel rank held by this process.
+type worker struct {
+	rank int
+	comm dist.Comm
+	dp   *train.DataParallel
+	t    *train.Trainer
+	sum  train.Summary
+	err  error
+}
+
+// trainWorkers trains with the workers this process holds: one alone when
+// comms is nil, otherwise one per Comm, data-parallel. Rank 0 evaluates,
+// reports and writes checkpoints. A worker that fails closes its Comm, so
+// that the others stop with an error naming it instead of waiting.
+func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSet, testSet *dataset.Images, comms []dist.Comm, stdout, stderr io.Writer) int {
+	world := 1
+	if comms != nil {
+		world = comms[0].Size()
+	}
+	// Only rank 0 watches ctx: on Ctrl-C it stops between two steps,
+	// checkpoints and closes its Comm, which stops the others. Collectives
+	// and the other ranks stop early only when a worker fails.
+	commCtx, fail := context.WithCancel(context.Background())
+	defer fail()
+
+	out := newReporter(stdout, o.json, term.IsTerminal(stdout))
+	out.workers = world
+	ws := make([]*worker, max(len(comms), 1))
+	defer func() {
+		for _, w := range ws {
+			if w == nil {
+				continue
+			}
+			if w.dp != nil {
+				w.dp.Close()
+			}
+			if w.comm != nil {
+				w.comm.Close()
+			}
+			if w.t != nil {
+				w.t.Close()
+			}
+		}
+	}()
+	var rank0 *worker
+	for i := range ws {
+		w := &worker{}
+		ws[i] = w
+		opts := train.Options{}
+		test := testSet
+		if comms != nil {
+			w.comm, w.rank = comms[i], comms[i].Rank()
+			w.dp = train.NewDataParallel(w.comm, train.DataParallelOptions{Context: commCtx})
+			opts.Strategy, opts.Rank, opts.World = w.dp, w.rank, world
+		}
+		if w.rank == 0 {
+			rank0 = w
+			opts.OnRecord, opts.OnProgress, opts.CheckpointPath = out.record, out.progress, o.checkpoint
+		} else {
+			test = nil
+		}
+		t, err := train.New(cfg, trainSet, test, opts)
+		if err != nil {
 			fmt.Fprintf(stderr, "flock train: %v\n", err)
 			return exitFailure
 		}
-	}
-	out.start(t, trainSet, testSet, o)
-	sum, err := t.Run(ctx)
-	out.finish(sum)
-	if err != nil {
-		if errors.Is(err, context.Canceled) {
-			msg := fmt.Sprintf("flock train: interrupted after step %d of %d", t.Step(), t.TotalSteps())
-			if o.checkpoint != "" {
-				msg += fmt.Sprintf("; checkpoint written to %s (continue with --resume %[1]s)", o.checkpoint)
+		w.t = t
+		if o.resume != "" {
+			if err := t.LoadCheckpoint(o.resume); err != nil {
+				fmt.Fprintf(stderr, "flock train: %v\n", err)
+				return exitFailure
 			}
-			fmt.Fprintln(stderr, msg)
-			return exitInterrupted
 		}
-		fmt.Fprintf(stderr, "flock train: %v\n", err)
+	}
+	if rank0 != nil {
+		out.start(rank0.t, trainSet, testSet, o)
+	}
+
+	var (
+		mu    sync.Mutex
+		first *worker
+		wg    sync.WaitGroup
+	)
+	for _, w := range ws {
+		wg.Go(func() {
+			runCtx := commCtx
+			if w.rank == 0 {
+				runCtx = ctx
+			}
+			w.sum, w.err = w.t.Run(runCtx)
+			if w.err == nil && len(ws) == 1 && w.comm != nil {
+				// The last all-reduce may still need this rank's peers.
+				w.dp.Close()
+				bctx, cancel := dist.WithDefaultTimeout(commCtx, dist.DefaultTimeout)
+				w.err = w.comm.Barrier(bctx)
+				cancel()
+			}
+			if w.err == nil {
+				return
+			}
+			mu.Lock()
+			if first == nil {
+				first = w
+			}
+			mu.Unlock()
+			if w.comm != nil {
+				w.comm.Close()
+			}
+			if ctx.Err() == nil {
+				fail()
+			}
+		})
+	}
+	wg.Wait()
+
+	if rank0 != nil {
+		sum := rank0.sum
+		sum.ImagesPerSec *= float64(world)
+		out.finish(sum)
+	}
+	if ctx.Err() != nil {
+		t := ws[0].t
+		msg := fmt.Sprintf("flock train: interrupted after step %d of %d", t.Step(), t.TotalSteps())
+		if rank0 != nil && o.checkpoint != "" && errors.Is(rank0.err, context.Canceled) {
+			msg += fmt.Sprintf("; checkpoint written to %s (continue with --resume %[1]s)", o.checkpoint)
+		}
+		fmt.Fprintln(stderr, msg)
+		return exitInterrupted
+	}
+	if first != nil {
+		if world > 1 {
+			fmt.Fprintf(stderr, "flock train: rank %d of %d: %v\n", first.rank, world, first.err)
+		} else {
+			fmt.Fprintf(stderr, "flock train: %v\n", first.err)
+		}
 		return exitFailure
 	}
 	return exitOK
@@ -223,10 +386,12 @@ type reporter struct {
 	enc      *json.Encoder
 	lastDraw time.Time
 	drawn    bool
+	// workers scales rank 0's training throughput to the whole run's.
+	workers int
 }
 
 func newReporter(w io.Writer, jsonOut, terminal bool) *reporter {
-	return &reporter{w: w, json: jsonOut, terminal: terminal && !jsonOut, enc: json.NewEncoder(w)}
+	return &reporter{w: w, json: jsonOut, terminal: terminal && !jsonOut, enc: json.NewEncoder(w), workers: 1}
 }
 
 func (r *reporter) start(t *train.Trainer, trainSet, testSet *dataset.Images, o trainOptions) {
@@ -243,8 +408,12 @@ func (r *reporter) start(t *train.Trainer, trainSet, testSet *dataset.Images, o 
 			opt += " nesterov"
 		}
 	}
-	fmt.Fprintf(r.w, "  %d epochs × %d steps of %d, %s, lr %g %s (warm-up %g epochs), weight decay %g, %d threads\n",
-		cfg.Epochs, t.StepsPerEpoch(), cfg.BatchSize, opt, cfg.LR, cfg.Schedule, cfg.WarmupEpochs, cfg.WeightDecay, runtime.GOMAXPROCS(0))
+	batch := fmt.Sprint(cfg.BatchSize)
+	if r.workers > 1 {
+		batch = fmt.Sprintf("%d workers × %d", r.workers, cfg.BatchSize)
+	}
+	fmt.Fprintf(r.w, "  %d epochs × %d steps of %s, %s, lr %g %s (warm-up %g epochs), weight decay %g, %d threads\n",
+		cfg.Epochs, t.StepsPerEpoch(), batch, opt, cfg.LR, cfg.Schedule, cfg.WarmupEpochs, cfg.WeightDecay, runtime.GOMAXPROCS(0))
 	if o.resume != "" {
 		fmt.Fprintf(r.w, "  resumed from %s at step %d (epoch %d, batch %d)\n", o.resume, t.Step(), t.Position().Epoch+1, t.Position().Batch)
 	}
@@ -259,6 +428,9 @@ func (r *reporter) clear() {
 }
 
 func (r *reporter) record(rec train.Record) {
+	if rec.Kind == train.KindTrain {
+		rec.ImagesPerSec *= float64(r.workers)
+	}
 	if r.json {
 		r.enc.Encode(rec)
 		return
@@ -289,6 +461,7 @@ func (r *reporter) progress(p train.Progress) {
 		return
 	}
 	r.lastDraw = time.Now()
+	p.ImagesPerSec *= float64(r.workers)
 	const width = 30
 	done := width * p.Batch / p.StepsPerEpoch
 	bar := strings.Repeat("=", done) + strings.Repeat(" ", width-done)
