@@ -12,38 +12,20 @@ import (
 )
 
 func TestBenchUsage(t *testing.T) {
-	cases := []struct {
-		name   string
-		args   []string
-		code   int
-		stdout string
-		stderr string
-	}{
-		{"no benchmark", []string{"bench"}, exitUsage, "", "Usage: flock bench"},
-		{"help", []string{"bench", "--help"}, exitOK, "allreduce", ""},
-		{"help bench", []string{"help", "bench"}, exitOK, "allreduce", ""},
-		{"allreduce help", []string{"bench", "allreduce", "-h"}, exitOK, "2(n-1)/n", ""},
-		{"unknown benchmark", []string{"bench", "matmul"}, exitUsage, "", `unknown benchmark "matmul"`},
-		{"bad nproc", []string{"bench", "allreduce", "--nproc", "2,0"}, exitUsage, "", `nproc "0": want ≥ 1`},
-		{"bad size", []string{"bench", "allreduce", "--size", "1MiB,6B"}, exitUsage, "", `size "6B": want a positive multiple of 4`},
-		{"size not a number", []string{"bench", "allreduce", "--size", "big"}, exitUsage, "", `size "big"`},
-		{"unknown peer", []string{"bench", "allreduce", "--peer", "nccl"}, exitUsage, "", `unknown peer "nccl"`},
-		{"no iters", []string{"bench", "allreduce", "--iters", "0"}, exitUsage, "", "iters 0"},
-		{"stray argument", []string{"bench", "allreduce", "gloo"}, exitUsage, "", `unexpected argument "gloo"`},
-		{"missing peer script", []string{"bench", "allreduce", "--peer", "gloo", "--peer-script", "/nonexistent/x.py"}, exitFailure, "", "/nonexistent/x.py"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := run(c.args, &stdout, &stderr)
-			if code != c.code {
-				t.Errorf("exit status %d, want %d (stderr %q)", code, c.code, stderr.String())
-			}
-			if !strings.Contains(stdout.String(), c.stdout) || !strings.Contains(stderr.String(), c.stderr) {
-				t.Errorf("stdout %q, stderr %q; want them to contain %q and %q", stdout.String(), stderr.String(), c.stdout, c.stderr)
-			}
-		})
-	}
+	runCLICases(t, []cliCase{
+		{"no benchmark", []string{"bench"}, exitUsage, nil, []string{"Usage: flock bench"}, true},
+		{"help", []string{"bench", "--help"}, exitOK, []string{"allreduce"}, nil, false},
+		{"help bench", []string{"help", "bench"}, exitOK, []string{"allreduce"}, nil, false},
+		{"allreduce help", []string{"bench", "allreduce", "-h"}, exitOK, []string{"2(n-1)/n"}, nil, false},
+		{"unknown benchmark", []string{"bench", "matmul"}, exitUsage, nil, []string{`unknown benchmark "matmul"`}, false},
+		{"bad nproc", []string{"bench", "allreduce", "--nproc", "2,0"}, exitUsage, nil, []string{`nproc "0": want ≥ 1`}, false},
+		{"bad size", []string{"bench", "allreduce", "--size", "1MiB,6B"}, exitUsage, nil, []string{`size "6B": want a positive multiple of 4`}, false},
+		{"size not a number", []string{"bench", "allreduce", "--size", "big"}, exitUsage, nil, []string{`size "big"`}, false},
+		{"unknown peer", []string{"bench", "allreduce", "--peer", "nccl"}, exitUsage, nil, []string{`unknown peer "nccl"`}, false},
+		{"no iters", []string{"bench", "allreduce", "--iters", "0"}, exitUsage, nil, []string{"iters 0"}, false},
+		{"stray argument", []string{"bench", "allreduce", "gloo"}, exitUsage, nil, []string{`unexpected argument "gloo"`}, false},
+		{"missing peer script", []string{"bench", "allreduce", "--peer", "gloo", "--peer-script", "/nonexistent/x.py"}, exitFailure, nil, []string{"/nonexistent/x.py"}, false},
+	})
 }
 
 // TestBenchAllReduce builds flock and runs a tiny all-reduce benchmark over

@@ -23,37 +23,49 @@ import (
 // mistake one line on stderr with status 2.
 func TestUsage(t *testing.T) {
 	empty := t.TempDir()
-	cases := []struct {
-		name   string
-		args   []string
-		code   int
-		stdout []string
-		stderr []string
-	}{
-		{"no command", nil, exitUsage, nil, []string{"Usage:", "train"}},
-		{"help flag", []string{"--help"}, exitOK, []string{"Usage:", "flock <command>", "train", "run", "help"}, nil},
-		{"help", []string{"help"}, exitOK, []string{"Usage:", "train"}, nil},
-		{"help train", []string{"help", "train"}, exitOK, []string{"Usage: flock train", "--epochs N", "(default 5)", "--optimizer NAME", "(default sgd)", "--lr X", "(default 0.05)", "--warmup EPOCHS"}, nil},
-		{"train help", []string{"train", "--help"}, exitOK, []string{"Usage: flock train", "--batch-size N", "(default 128)", "--schedule NAME", "(default cosine)"}, nil},
-		{"train -h", []string{"train", "-h"}, exitOK, []string{"Usage: flock train"}, nil},
-		{"help unknown", []string{"help", "fly"}, exitUsage, nil, []string{`unknown command "fly"`}},
-		{"unknown command", []string{"fly"}, exitUsage, nil, []string{`flock: unknown command "fly"`, "flock --help"}},
-		{"flag before command", []string{"--epochs", "3"}, exitUsage, nil, []string{"flag --epochs before a command"}},
-		{"unknown flag", []string{"train", "--epoch", "3"}, exitUsage, nil, []string{"flag provided but not defined: -epoch", "flock train --help"}},
-		{"negative epochs", []string{"train", "--epochs", "-1"}, exitUsage, nil, []string{"epochs -1: want > 0"}},
-		{"zero lr", []string{"train", "--lr", "0"}, exitUsage, nil, []string{"lr 0: want a finite value > 0"}},
-		{"negative lr", []string{"train", "--lr=-0.1"}, exitUsage, nil, []string{"lr -0.1"}},
-		{"lr not a number", []string{"train", "--lr", "fast"}, exitUsage, nil, []string{`invalid value "fast" for flag -lr`}},
-		{"unknown optimizer", []string{"train", "--optimizer", "rmsprop"}, exitUsage, nil, []string{`unknown optimizer "rmsprop" (want sgd, adamw, lars)`}},
-		{"unknown model", []string{"train", "--model", "resnet"}, exitUsage, nil, []string{`unknown model "resnet"`}},
-		{"unknown schedule", []string{"train", "--schedule", "exp"}, exitUsage, nil, []string{`unknown schedule "exp"`}},
-		{"batch size", []string{"train", "--batch-size", "0"}, exitUsage, nil, []string{"batch size 0"}},
-		{"warm-up too long", []string{"train", "--epochs", "2", "--warmup", "3"}, exitUsage, nil, []string{"warm-up 3 epochs"}},
-		{"negative threads", []string{"train", "--threads", "-2"}, exitUsage, nil, []string{"threads -2"}},
-		{"stray argument", []string{"train", "mlp"}, exitUsage, nil, []string{`unexpected argument "mlp"`}},
-		{"missing data", []string{"train", "--data", empty}, exitFailure, nil, []string{"Fashion-MNIST not found", empty, "--download"}},
-		{"missing checkpoint", []string{"train", "--resume", filepath.Join(empty, "none.safetensors")}, exitFailure, nil, []string{"none.safetensors", "no such file"}},
-	}
+	runCLICases(t, []cliCase{
+		{"no command", nil, exitUsage, nil, []string{"Usage:", "train"}, true},
+		{"help flag", []string{"--help"}, exitOK, []string{"Usage:", "flock <command>", "train", "run", "help"}, nil, false},
+		{"help", []string{"help"}, exitOK, []string{"Usage:", "train"}, nil, false},
+		{"help train", []string{"help", "train"}, exitOK, []string{"Usage: flock train", "--epochs N", "(default 5)", "--optimizer NAME", "(default sgd)", "--lr X", "(default 0.05)", "--warmup EPOCHS"}, nil, false},
+		{"train help", []string{"train", "--help"}, exitOK, []string{"Usage: flock train", "--batch-size N", "(default 128)", "--schedule NAME", "(default cosine)"}, nil, false},
+		{"train -h", []string{"train", "-h"}, exitOK, []string{"Usage: flock train"}, nil, false},
+		{"help unknown", []string{"help", "fly"}, exitUsage, nil, []string{`unknown command "fly"`}, false},
+		{"unknown command", []string{"fly"}, exitUsage, nil, []string{`flock: unknown command "fly"`, "flock --help"}, false},
+		{"flag before command", []string{"--epochs", "3"}, exitUsage, nil, []string{"flag --epochs before a command"}, false},
+		{"unknown flag", []string{"train", "--epoch", "3"}, exitUsage, nil, []string{"flag provided but not defined: -epoch", "flock train --help"}, false},
+		{"negative epochs", []string{"train", "--epochs", "-1"}, exitUsage, nil, []string{"epochs -1: want > 0"}, false},
+		{"zero lr", []string{"train", "--lr", "0"}, exitUsage, nil, []string{"lr 0: want a finite value > 0"}, false},
+		{"negative lr", []string{"train", "--lr=-0.1"}, exitUsage, nil, []string{"lr -0.1"}, false},
+		{"lr not a number", []string{"train", "--lr", "fast"}, exitUsage, nil, []string{`invalid value "fast" for flag -lr`}, false},
+		{"unknown optimizer", []string{"train", "--optimizer", "rmsprop"}, exitUsage, nil, []string{`unknown optimizer "rmsprop" (want sgd, adamw, lars)`}, false},
+		{"unknown model", []string{"train", "--model", "resnet"}, exitUsage, nil, []string{`unknown model "resnet"`}, false},
+		{"unknown schedule", []string{"train", "--schedule", "exp"}, exitUsage, nil, []string{`unknown schedule "exp"`}, false},
+		{"batch size", []string{"train", "--batch-size", "0"}, exitUsage, nil, []string{"batch size 0"}, false},
+		{"warm-up too long", []string{"train", "--epochs", "2", "--warmup", "3"}, exitUsage, nil, []string{"warm-up 3 epochs"}, false},
+		{"negative threads", []string{"train", "--threads", "-2"}, exitUsage, nil, []string{"threads -2"}, false},
+		{"stray argument", []string{"train", "mlp"}, exitUsage, nil, []string{`unexpected argument "mlp"`}, false},
+		{"missing data", []string{"train", "--data", empty}, exitFailure, nil, []string{"Fashion-MNIST not found", empty, "--download"}, false},
+		{"missing checkpoint", []string{"train", "--resume", filepath.Join(empty, "none.safetensors")}, exitFailure, nil, []string{"none.safetensors", "no such file"}, false},
+	})
+}
+
+// cliCase is one invocation of the command line and what it must print.
+type cliCase struct {
+	name   string
+	args   []string
+	code   int
+	stdout []string // substrings of standard output
+	stderr []string // substrings of standard error
+	// usage allows a failing invocation to print a whole usage text;
+	// otherwise a failure is one line on stderr and nothing on stdout.
+	usage bool
+}
+
+// runCLICases runs each case through run and checks its exit status and
+// output.
+func runCLICases(t *testing.T, cases []cliCase) {
+	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -74,7 +86,7 @@ func TestUsage(t *testing.T) {
 			if c.code == exitOK && stderr.Len() > 0 {
 				t.Errorf("stderr not empty: %q", stderr.String())
 			}
-			if c.code != exitOK && len(c.args) > 0 {
+			if c.code != exitOK && !c.usage {
 				if n := strings.Count(stderr.String(), "\n"); n != 1 || stdout.Len() > 0 {
 					t.Errorf("%d lines on stderr and %d bytes on stdout, want one line on stderr only:\n%s", n, stdout.Len(), stderr.String())
 				}

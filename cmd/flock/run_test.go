@@ -18,53 +18,20 @@ import (
 // TestRunUsage checks flock run's help and its refusals of bad command
 // lines: help on stdout with status 0, one line on stderr otherwise.
 func TestRunUsage(t *testing.T) {
-	cases := []struct {
-		name   string
-		args   []string
-		code   int
-		stdout []string
-		stderr []string
-	}{
-		{"help flag", []string{"run", "--help"}, exitOK, []string{"Usage: flock run", "--nproc N", "(default 1)", "--node-rank N", "(default 0)", "--master HOST:PORT", "--grace DURATION", "(default 15s)", "FLOCK_JOB_TOKEN"}, nil},
-		{"help run", []string{"help", "run"}, exitOK, []string{"Usage: flock run"}, nil},
-		{"listed", []string{"--help"}, exitOK, []string{"  run      start the ranks"}, nil},
-		{"no program", []string{"run", "--nproc", "2"}, exitUsage, nil, []string{"flock run: no program to run", "flock run --help"}},
-		{"unknown flag", []string{"run", "--nprocs", "2", "--", "true"}, exitUsage, nil, []string{"flag provided but not defined: -nprocs"}},
-		{"zero nproc", []string{"run", "--nproc", "0", "--", "true"}, exitUsage, nil, []string{"flock run: nproc 0: want ≥ 1"}},
-		{"nodes without master", []string{"run", "--nnodes", "2", "--", "true"}, exitUsage, nil, []string{"2 nodes need the master's HOST:PORT"}},
-		{"node rank", []string{"run", "--nnodes", "2", "--node-rank", "2", "--master", "h:1", "--", "true"}, exitUsage, nil, []string{"node rank 2: want in [0, 2)"}},
-		{"bad master", []string{"run", "--master", "h", "--", "true"}, exitUsage, nil, []string{`master "h": want HOST:PORT`}},
-		{"zero grace", []string{"run", "--grace", "0s", "--", "true"}, exitUsage, nil, []string{"grace 0s: want > 0"}},
-		{"bad grace", []string{"run", "--grace", "soon", "--", "true"}, exitUsage, nil, []string{`invalid value "soon" for flag -grace`}},
-		{"program not found", []string{"run", "--", "no-such-program-flock"}, exitFailure, nil, []string{"flock run: ", "no-such-program-flock"}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := run(c.args, &stdout, &stderr)
-			if code != c.code {
-				t.Errorf("exit status %d, want %d (stderr %q)", code, c.code, stderr.String())
-			}
-			for _, w := range c.stdout {
-				if !strings.Contains(stdout.String(), w) {
-					t.Errorf("stdout does not contain %q:\n%s", w, stdout.String())
-				}
-			}
-			for _, w := range c.stderr {
-				if !strings.Contains(stderr.String(), w) {
-					t.Errorf("stderr does not contain %q:\n%s", w, stderr.String())
-				}
-			}
-			if c.code == exitOK && stderr.Len() > 0 {
-				t.Errorf("stderr not empty: %q", stderr.String())
-			}
-			if c.code != exitOK {
-				if n := strings.Count(stderr.String(), "\n"); n != 1 || stdout.Len() > 0 {
-					t.Errorf("%d lines on stderr and %d bytes on stdout, want one line on stderr only:\n%s", n, stdout.Len(), stderr.String())
-				}
-			}
-		})
-	}
+	runCLICases(t, []cliCase{
+		{"help flag", []string{"run", "--help"}, exitOK, []string{"Usage: flock run", "--nproc N", "(default 1)", "--node-rank N", "(default 0)", "--master HOST:PORT", "--grace DURATION", "(default 15s)", "FLOCK_JOB_TOKEN"}, nil, false},
+		{"help run", []string{"help", "run"}, exitOK, []string{"Usage: flock run"}, nil, false},
+		{"listed", []string{"--help"}, exitOK, []string{"  run      start the ranks"}, nil, false},
+		{"no program", []string{"run", "--nproc", "2"}, exitUsage, nil, []string{"flock run: no program to run", "flock run --help"}, false},
+		{"unknown flag", []string{"run", "--nprocs", "2", "--", "true"}, exitUsage, nil, []string{"flag provided but not defined: -nprocs"}, false},
+		{"zero nproc", []string{"run", "--nproc", "0", "--", "true"}, exitUsage, nil, []string{"flock run: nproc 0: want ≥ 1"}, false},
+		{"nodes without master", []string{"run", "--nnodes", "2", "--", "true"}, exitUsage, nil, []string{"2 nodes need the master's HOST:PORT"}, false},
+		{"node rank", []string{"run", "--nnodes", "2", "--node-rank", "2", "--master", "h:1", "--", "true"}, exitUsage, nil, []string{"node rank 2: want in [0, 2)"}, false},
+		{"bad master", []string{"run", "--master", "h", "--", "true"}, exitUsage, nil, []string{`master "h": want HOST:PORT`}, false},
+		{"zero grace", []string{"run", "--grace", "0s", "--", "true"}, exitUsage, nil, []string{"grace 0s: want > 0"}, false},
+		{"bad grace", []string{"run", "--grace", "soon", "--", "true"}, exitUsage, nil, []string{`invalid value "soon" for flag -grace`}, false},
+		{"program not found", []string{"run", "--", "no-such-program-flock"}, exitFailure, nil, []string{"flock run: ", "no-such-program-flock"}, false},
+	})
 }
 
 func sortedLines(s string) []string {
