@@ -79,9 +79,7 @@ func Conv2dBackwardData(dy, w *Tensor, xShape Shape, p ConvParams) *Tensor {
 	const op = "Conv2dBackwardData"
 	matmulChecks(op, dy, w)
 	p = normConv(p)
-	if ys := convOutShape(op, xShape, w.shape, p); !ys.Equal(dy.shape) {
-		panic(fmt.Sprintf("tensor: %s: dy %v does not match the output %v of a convolution of x %v with w %v", op, dy.shape, ys, xShape, w.shape))
-	}
+	checkConvGrad(op, dy.shape, xShape, w.shape, p)
 	dyc, wc := dy.Contiguous(), w.Contiguous()
 	defer dyc.Release()
 	defer wc.Release()
@@ -96,13 +94,19 @@ func Conv2dBackwardWeight(x, dy *Tensor, wShape Shape, p ConvParams) *Tensor {
 	const op = "Conv2dBackwardWeight"
 	matmulChecks(op, x, dy)
 	p = normConv(p)
-	if ys := convOutShape(op, x.shape, wShape, p); !ys.Equal(dy.shape) {
-		panic(fmt.Sprintf("tensor: %s: dy %v does not match the output %v of a convolution of x %v with w %v", op, dy.shape, ys, x.shape, wShape))
-	}
+	checkConvGrad(op, dy.shape, x.shape, wShape, p)
 	xc, dyc := x.Contiguous(), dy.Contiguous()
 	defer xc.Release()
 	defer dyc.Release()
 	dw := empty(x.Device(), x.dtype, wShape)
 	must(op, x.Device().Conv2dBackwardWeight(dw.Raw(), xc.Raw(), dyc.Raw(), p), x, dy)
 	return dw
+}
+
+// checkConvGrad panics unless dy has the output shape of a convolution of
+// an x of xShape with a w of wShape.
+func checkConvGrad(op string, dy, xShape, wShape Shape, p ConvParams) {
+	if ys := convOutShape(op, xShape, wShape, p); !ys.Equal(dy) {
+		panic(fmt.Sprintf("tensor: %s: dy %v does not match the output %v of a convolution of x %v with w %v", op, dy, ys, xShape, wShape))
+	}
 }

@@ -45,25 +45,12 @@ const (
 // (k0, k1).
 func philox4x32(c [4]uint32, k0, k1 uint32) [4]uint32 {
 	c0, c1, c2, c3 := c[0], c[1], c[2], c[3]
-	c0, c1, c2, c3 = philoxRound(c0, c1, c2, c3, k0, k1)
-	k0, k1 = k0+philoxW0, k1+philoxW1
-	c0, c1, c2, c3 = philoxRound(c0, c1, c2, c3, k0, k1)
-	k0, k1 = k0+philoxW0, k1+philoxW1
-	c0, c1, c2, c3 = philoxRound(c0, c1, c2, c3, k0, k1)
-	k0, k1 = k0+philoxW0, k1+philoxW1
-	c0, c1, c2, c3 = philoxRound(c0, c1, c2, c3, k0, k1)
-	k0, k1 = k0+philoxW0, k1+philoxW1
-	c0, c1, c2, c3 = philoxRound(c0, c1, c2, c3, k0, k1)
-	k0, k1 = k0+philoxW0, k1+philoxW1
-	c0, c1, c2, c3 = philoxRound(c0, c1, c2, c3, k0, k1)
-	k0, k1 = k0+philoxW0, k1+philoxW1
-	c0, c1, c2, c3 = philoxRound(c0, c1, c2, c3, k0, k1)
-	k0, k1 = k0+philoxW0, k1+philoxW1
-	c0, c1, c2, c3 = philoxRound(c0, c1, c2, c3, k0, k1)
-	k0, k1 = k0+philoxW0, k1+philoxW1
-	c0, c1, c2, c3 = philoxRound(c0, c1, c2, c3, k0, k1)
-	k0, k1 = k0+philoxW0, k1+philoxW1
-	c0, c1, c2, c3 = philoxRound(c0, c1, c2, c3, k0, k1)
+	for r := 0; r < 10; r++ {
+		if r > 0 {
+			k0, k1 = k0+philoxW0, k1+philoxW1
+		}
+		c0, c1, c2, c3 = philoxRound(c0, c1, c2, c3, k0, k1)
+	}
 	return [4]uint32{c0, c1, c2, c3}
 }
 
