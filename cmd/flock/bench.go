@@ -23,15 +23,32 @@ import (
 // all-reduce measurement; flock bench allreduce starts it.
 const benchWorker = "allreduce-worker"
 
+// benchmark is one measurement of flock bench.
+type benchmark struct {
+	name, summary string
+	run           func(args []string, stdout, stderr io.Writer) int
+}
+
+// benchmarks lists the measurements of flock bench; files of this package
+// add theirs from init functions.
+var benchmarks = []benchmark{
+	{"allreduce", "all-reduce bus bandwidth over local processes, optionally\n             side by side with PyTorch's Gloo backend", runBenchAllReduce},
+}
+
+func benchNames() string {
+	var names []string
+	for _, b := range benchmarks {
+		names = append(names, b.name)
+	}
+	return strings.Join(names, ", ")
+}
+
 func benchHelp(w io.Writer) {
-	fmt.Fprint(w, `Usage: flock bench <benchmark> [flags]
-
-Benchmarks:
-  allreduce  all-reduce bus bandwidth over local processes, optionally
-             side by side with PyTorch's Gloo backend
-
-Run 'flock bench allreduce --help' for its flags.
-`)
+	fmt.Fprint(w, "Usage: flock bench <benchmark> [flags]\n\nBenchmarks:\n")
+	for _, b := range benchmarks {
+		fmt.Fprintf(w, "  %-10s %s\n", b.name, b.summary)
+	}
+	fmt.Fprint(w, "\nRun 'flock bench <benchmark> --help' for its flags.\n")
 }
 
 func runBench(args []string, stdout, stderr io.Writer) int {
@@ -43,12 +60,15 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	case "-h", "-help", "--help", "help":
 		benchHelp(stdout)
 		return exitOK
-	case "allreduce":
-		return runBenchAllReduce(args[1:], stdout, stderr)
 	case benchWorker:
 		return runBenchWorker(args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "flock bench: unknown benchmark %q (benchmarks: allreduce); run 'flock bench --help' for usage\n", args[0])
+	for _, b := range benchmarks {
+		if b.name == args[0] {
+			return b.run(args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "flock bench: unknown benchmark %q (benchmarks: %s); run 'flock bench --help' for usage\n", args[0], benchNames())
 	return exitUsage
 }
 

@@ -39,12 +39,16 @@ type command struct {
 	help    func(w io.Writer)
 }
 
+// extraCommands are the commands that files of this package add from
+// their init functions, listed after the core ones in the order added.
+var extraCommands []command
+
 func commands() []command {
-	return []command{
+	return append([]command{
 		{"train", "train a model on Fashion-MNIST", runTrain, trainHelp},
 		{"run", "start the ranks of a distributed job (like torchrun)", runLaunch, launchHelp},
-		{"bench", "measure flock against its peers (all-reduce bandwidth)", runBench, benchHelp},
-	}
+		{"bench", "measure flock against its peers", runBench, benchHelp},
+	}, extraCommands...)
 }
 
 func main() {

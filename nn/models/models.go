@@ -23,12 +23,25 @@ var FashionMNIST = Config{InChannels: 1, Height: 28, Width: 28, NumClasses: 10}
 // Builder makes a model for cfg, drawing its initial weights from g.
 type Builder func(cfg Config, g *tensor.Generator) (nn.Layer, error)
 
-var registry = map[string]struct {
+type entry struct {
 	build Builder
 	about string
-}{
-	"mlp": {MLP, "784-256-256-10 multilayer perceptron with ReLU (input flattened)"},
-	"cnn": {SmallCNN, "two 3×3 conv + ReLU + max-pool stages (16, 32 channels), then 64 hidden units"},
+}
+
+var registry = map[string]entry{}
+
+// register adds a model under name; each family registers its members from
+// an init function in its own file.
+func register(name, about string, b Builder) {
+	if _, dup := registry[name]; dup {
+		panic("models: model " + name + " registered twice")
+	}
+	registry[name] = entry{b, about}
+}
+
+func init() {
+	register("mlp", "784-256-256-10 multilayer perceptron with ReLU (input flattened)", MLP)
+	register("cnn", "two 3×3 conv + ReLU + max-pool stages (16, 32 channels), then 64 hidden units", SmallCNN)
 }
 
 // Build returns the model registered as name.
