@@ -75,7 +75,7 @@ func newMeasurement(s AllReduceSample, warmup, pair int) (AllReduceMeasurement, 
 	if len(s.Seconds) == 0 {
 		return AllReduceMeasurement{}, fmt.Errorf("bench: allreduce: %s, %d ranks, %d bytes: no timings", s.Impl, s.NProc, s.Bytes)
 	}
-	med := median(s.Seconds)
+	med := Median(s.Seconds)
 	m := AllReduceMeasurement{Record: "allreduce", AllReduceSample: s, Warmup: warmup, MedianS: med,
 		Pair: pair, WarmupPair: pair == 0, Time: time.Now().UTC().Truncate(time.Second)}
 	if med > 0 {
@@ -83,18 +83,6 @@ func newMeasurement(s AllReduceSample, warmup, pair int) (AllReduceMeasurement, 
 		m.BusBW = BusFactor(s.NProc) * m.AlgBW
 	}
 	return m, nil
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // ParseSize parses a byte count such as "1MiB", "64KiB", "1GiB", "100MB"
@@ -463,19 +451,6 @@ func (t *tailWriter) last() string {
 	return ": " + strings.Join(t.lines, "; ")
 }
 
-// Stats summarises a figure over the measured rounds.
-type Stats struct {
-	Median, Min, Max float64
-	N                int
-}
-
-func statsOf(xs []float64) Stats {
-	if len(xs) == 0 {
-		return Stats{Median: math.NaN(), Min: math.NaN(), Max: math.NaN()}
-	}
-	return Stats{Median: median(xs), Min: slices.Min(xs), Max: slices.Max(xs), N: len(xs)}
-}
-
 // AllReduceSummary gathers, for one world size and message size, the bus
 // bandwidth of each implementation over the measured rounds (warm-up round
 // left out) and the flock/peer ratio of bus bandwidths computed round by
@@ -526,7 +501,7 @@ func SummarizeAllReduce(ms []AllReduceMeasurement, peer string) []AllReduceSumma
 		for _, pair := range sortedKeys(other[k]) {
 			p = append(p, other[k][pair])
 		}
-		s := AllReduceSummary{NProc: k.n, Bytes: k.b, Flock: statsOf(f), Peer: statsOf(p), Ratio: statsOf(r)}
+		s := AllReduceSummary{NProc: k.n, Bytes: k.b, Flock: StatsOf(f), Peer: StatsOf(p), Ratio: StatsOf(r)}
 		out = append(out, s)
 	}
 	return out

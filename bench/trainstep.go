@@ -35,10 +35,16 @@ type TrainStep struct {
 // NewTrainStep builds the model registered as name for Fashion-MNIST-shaped
 // inputs and a fixed batch of batch images, all drawn from seed.
 func NewTrainStep(name string, batch int, seed uint64) (*TrainStep, error) {
+	return NewModelStep(name, models.FashionMNIST, batch, seed)
+}
+
+// NewModelStep builds the model registered as name for inputs and classes
+// as cfg describes, with a fixed batch of batch N(0, 1) images and random
+// labels, all drawn from seed.
+func NewModelStep(name string, cfg models.Config, batch int, seed uint64) (*TrainStep, error) {
 	if batch <= 0 {
 		return nil, fmt.Errorf("bench: train step %s: batch size %d, want > 0", name, batch)
 	}
-	cfg := models.FashionMNIST
 	g := tensor.NewGenerator(seed)
 	model, err := models.Build(name, cfg, g)
 	if err != nil {
@@ -69,15 +75,56 @@ func NewTrainStep(name string, batch int, seed uint64) (*TrainStep, error) {
 // Run performs one training step and returns the batch's loss before the
 // update.
 func (s *TrainStep) Run() float64 {
+	loss, _ := s.RunTimed()
+	return loss
+}
+
+// StepTimes are the wall times of the phases of one training step.
+type StepTimes struct {
+	Forward   time.Duration // model and loss, recording the tape
+	Backward  time.Duration // gradients of every parameter
+	Optimizer time.Duration // the update and clearing the gradients
+}
+
+// Total is the time of the whole step.
+func (t StepTimes) Total() time.Duration { return t.Forward + t.Backward + t.Optimizer }
+
+// RunTimed performs one training step like Run and also returns the time
+// of each of its phases.
+func (s *TrainStep) RunTimed() (float64, StepTimes) {
+	var st StepTimes
+	t0 := time.Now()
 	logits := s.model.Forward(s.x)
 	loss := s.loss.Forward(logits, s.labels)
-	loss.Backward()
 	l := loss.Value.Item()
+	t1 := time.Now()
+	loss.Backward()
+	t2 := time.Now()
+	s.opt.Step()
+	s.opt.ZeroGrad()
+	t3 := time.Now()
+	loss.Release()
+	logits.Release()
+	st.Forward, st.Backward, st.Optimizer = t1.Sub(t0), t2.Sub(t1), t3.Sub(t2)
+	return l, st
+}
+
+// CountFLOPs returns the floating-point operations of the matrix products
+// and convolutions of one forward pass and of one backward pass over the
+// batch (2 per multiply-add; see tensor.CountFLOPs), counted while running
+// one training step.
+func (s *TrainStep) CountFLOPs() (forward, backward int64) {
+	var logits, loss *autograd.Var
+	forward = tensor.CountFLOPs(func() {
+		logits = s.model.Forward(s.x)
+		loss = s.loss.Forward(logits, s.labels)
+	})
+	backward = tensor.CountFLOPs(loss.Backward)
 	s.opt.Step()
 	s.opt.ZeroGrad()
 	loss.Release()
 	logits.Release()
-	return l
+	return forward, backward
 }
 
 // Batch is the number of images in each step.

@@ -70,6 +70,7 @@ func Conv2d(x, w *Tensor, p ConvParams) *Tensor {
 	defer wc.Release()
 	y := empty(x.Device(), x.dtype, ys)
 	must(op, x.Device().Conv2d(y.Raw(), xc.Raw(), wc.Raw(), p), x, w)
+	addFLOPs(convMACs(ys, w.shape))
 	return y
 }
 
@@ -85,6 +86,7 @@ func Conv2dBackwardData(dy, w *Tensor, xShape Shape, p ConvParams) *Tensor {
 	defer wc.Release()
 	dx := empty(dy.Device(), dy.dtype, xShape)
 	must(op, dy.Device().Conv2dBackwardData(dx.Raw(), dyc.Raw(), wc.Raw(), p), dy, w)
+	addFLOPs(convMACs(dy.shape, w.shape))
 	return dx
 }
 
@@ -100,6 +102,7 @@ func Conv2dBackwardWeight(x, dy *Tensor, wShape Shape, p ConvParams) *Tensor {
 	defer dyc.Release()
 	dw := empty(x.Device(), x.dtype, wShape)
 	must(op, x.Device().Conv2dBackwardWeight(dw.Raw(), xc.Raw(), dyc.Raw(), p), x, dy)
+	addFLOPs(convMACs(dy.shape, wShape))
 	return dw
 }
 

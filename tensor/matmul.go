@@ -163,6 +163,7 @@ func matmulInto(op string, dst, a, b *Tensor, alpha, beta float64) {
 	defer be.Release()
 	p := backend.MatMulParams{TransA: ta, TransB: tb, Alpha: alpha, Beta: beta}
 	must(op, dst.Device().MatMul(dst.Raw(), ae.Raw(), be.Raw(), p), a, b)
+	addFLOPs(dst.shape.NumElements() * a.shape[a.Dim()-1])
 }
 
 // kernelOperand presents a matrix (batch) to the MatMul kernel: t itself

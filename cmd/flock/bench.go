@@ -62,6 +62,8 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	case benchWorker:
 		return runBenchWorker(args[1:], stdout, stderr)
+	case modelWorker:
+		return runModelWorker(args[1:], stdout, stderr)
 	}
 	for _, b := range benchmarks {
 		if b.name == args[0] {

@@ -33,10 +33,7 @@ func TestBenchUsage(t *testing.T) {
 // peer (needs /usr/bin/python3 with PyTorch; slow to start).
 func TestBenchAllReduce(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "flock")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := flockBinary(t)
 	args := []string{"bench", "allreduce", "--nproc", "2", "--size", "4KiB,64KiB", "--pairs", "1", "--warmup", "1", "--iters", "2", "--json", "--out", dir}
 	impls := []string{"flock"}
 	if os.Getenv("FLOCK_TEST_GLOO") == "1" {

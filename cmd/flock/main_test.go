@@ -165,10 +165,7 @@ func TestTrainJSON(t *testing.T) {
 func TestInterrupt(t *testing.T) {
 	needData(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "flock")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := flockBinary(t)
 	ckpt := filepath.Join(dir, "run.safetensors")
 	cmd := exec.Command(bin, "train", "--model", "mlp", "--batch-size", "100", "--log-every", "5", "--json", "--checkpoint", ckpt)
 	var stderr bytes.Buffer

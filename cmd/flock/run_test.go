@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"errors"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -78,10 +77,7 @@ func TestRunInterrupt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds flock; skipped in -short mode")
 	}
-	bin := filepath.Join(t.TempDir(), "flock")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := flockBinary(t)
 	cmd := exec.Command(bin, "run", "--nproc", "2", "--", "sh", "-c", `trap 'echo got it; exit 7' INT; echo ready; while :; do sleep 0.05; done`)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -1,0 +1,399 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flockml/flock/bench"
+)
+
+// modelWorker is the internal subcommand that makes one measurement of
+// flock bench model in a fresh process, so that each has its own peak
+// memory.
+const modelWorker = "model-worker"
+
+func init() {
+	benchmarks = append(benchmarks, benchmark{"model", "training-step time, images/s, FLOPs and memory of a model,\n             optionally side by side with PyTorch", runBenchModel})
+}
+
+type modelOptions struct {
+	models, peer, python, script, out                     string
+	batch, image, channels, classes, warmup, steps, pairs int
+	peak                                                  float64
+	timeout                                               time.Duration
+	json                                                  bool
+}
+
+func modelFlags(o *modelOptions) *flag.FlagSet {
+	fs := flag.NewFlagSet("flock bench model", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.models, "model", "resnet18", "comma-separated `MODELS` registered in nn/models (see flock train --help)")
+	fs.IntVar(&o.batch, "batch", 64, "images per step")
+	fs.IntVar(&o.image, "image", 32, "`SIDE` of the square input images")
+	fs.IntVar(&o.channels, "channels", 3, "input channels")
+	fs.IntVar(&o.classes, "classes", 10, "output classes")
+	fs.IntVar(&o.warmup, "warmup", 2, "untimed steps in each run")
+	fs.IntVar(&o.steps, "steps", 5, "timed steps in each run (a run's figures are their medians)")
+	fs.IntVar(&o.pairs, "pairs", 3, "measured rounds, after one warm-up round; each round runs flock (and the peer) once per model")
+	fs.StringVar(&o.peer, "peer", "", "also measure `PEER`, alternating with flock: torch (PyTorch eager)")
+	fs.StringVar(&o.python, "python", bench.DefaultPython, "Python interpreter with PyTorch and torchvision, for --peer torch")
+	fs.StringVar(&o.script, "peer-script", filepath.Join("bench", "peers", "torch_model.py"), "the PyTorch peer's script")
+	fs.Float64Var(&o.peak, "peak-gflops", 0, "the machine's float32 peak in GFLOP/s for the fraction-of-peak column (default: estimated from /proc/cpuinfo)")
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "limit of each run")
+	fs.BoolVar(&o.json, "json", false, "write JSON Lines records to stdout instead of the table")
+	fs.StringVar(&o.out, "out", "", "also write model_<date>.jsonl and model_<date>.md into `DIR` (e.g. bench/results)")
+	return fs
+}
+
+func benchModelHelp(w io.Writer) {
+	var o modelOptions
+	fs := modelFlags(&o)
+	fmt.Fprint(w, `Usage: flock bench model [flags]
+
+Measure training steps of a model on one fixed batch of random images:
+forward (model and mean cross-entropy), backward, and the SGD update
+(momentum 0.9), each a median over the timed steps of a run, with
+images/s = batch / median step time. FLOPs per image are counted from the
+matrix products and convolutions that ran (2 per multiply-add), giving the
+step's GFLOP/s and its fraction of the machine's peak. Every run is a fresh
+process, so its peak resident memory is the model's.
+
+With --peer torch every round also runs bench/peers/torch_model.py (the same
+architecture in PyTorch eager, 2 threads) right after flock, and the table
+gives the median and range of the round-by-round ratios flock/torch of
+images/s. The first round is a warm-up and is left out of the table.
+
+Flags:
+`)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+func runBenchModel(args []string, stdout, stderr io.Writer) int {
+	var o modelOptions
+	fs := modelFlags(&o)
+	usageErr := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "flock bench model: "+format+"; run 'flock bench model --help' for usage\n", a...)
+		return exitUsage
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			benchModelHelp(stdout)
+			return exitOK
+		}
+		return usageErr("%v", err)
+	}
+	if fs.NArg() > 0 {
+		return usageErr("unexpected argument %q", fs.Arg(0))
+	}
+	if o.batch < 1 || o.image < 1 || o.channels < 1 || o.classes < 1 || o.warmup < 0 || o.steps < 1 || o.pairs < 0 {
+		return usageErr("batch %d, image %d, channels %d, classes %d, warmup %d, steps %d, pairs %d: want warmup, pairs ≥ 0 and the rest ≥ 1",
+			o.batch, o.image, o.channels, o.classes, o.warmup, o.steps, o.pairs)
+	}
+	if o.peer != "" && o.peer != "torch" {
+		return usageErr("unknown peer %q (peers: torch)", o.peer)
+	}
+	if o.peer != "" {
+		if _, err := os.Stat(o.script); err != nil {
+			fmt.Fprintf(stderr, "flock bench model: peer script: %v (run from the repository root or give --peer-script)\n", err)
+			return exitFailure
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(stderr, "flock bench model: %v\n", err)
+		return exitFailure
+	}
+	peak, peakHow := o.peak, "given by --peak-gflops"
+	if peak == 0 {
+		peak, peakHow = bench.NominalPeak(runtime.GOMAXPROCS(0))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	start := time.Now().UTC()
+	machine := map[string]any{
+		"record": "machine", "command": strings.Join(append([]string{"flock", "bench", "model"}, args...), " "),
+		"start": start.Format(time.RFC3339), "nproc": runtime.NumCPU(), "gomaxprocs": runtime.GOMAXPROCS(0),
+		"go": runtime.Version(), "goarch": runtime.GOARCH, "cpu_model": cpuModel(), "loadavg": loadAvg(),
+		"peak_gflops": peak, "peak_estimate": peakHow,
+	}
+	enc := json.NewEncoder(stdout)
+	if o.json {
+		_ = enc.Encode(machine)
+	}
+	common := []string{"--batch", strconv.Itoa(o.batch), "--image", strconv.Itoa(o.image), "--channels", strconv.Itoa(o.channels),
+		"--classes", strconv.Itoa(o.classes), "--warmup", strconv.Itoa(o.warmup), "--steps", strconv.Itoa(o.steps)}
+	var records []modelRecord
+	names := strings.Split(o.models, ",")
+	for round := 0; round <= o.pairs; round++ {
+		for _, name := range names {
+			impls := []string{"flock"}
+			if o.peer != "" {
+				impls = append(impls, o.peer)
+			}
+			for _, impl := range impls {
+				argv := append([]string{exe, "bench", modelWorker, "--model", name}, common...)
+				if impl == "torch" {
+					argv = append([]string{o.python, o.script, "--model", name}, common...)
+				}
+				r, err := runModelMeasurement(ctx, argv, o.timeout, stderr)
+				if err != nil {
+					fmt.Fprintf(stderr, "flock bench model: %s %s: %v\n", impl, name, err)
+					if ctx.Err() != nil {
+						return exitInterrupted
+					}
+					return exitFailure
+				}
+				r.Impl, r.Round, r.Warmup = impl, round, round == 0
+				if impl == "torch" {
+					// The peer's FLOPs are those of the same architecture.
+					if f := lastFlock(records, name); f != nil {
+						r.ForwardFLOPs, r.StepFLOPs = f.ForwardFLOPs, f.StepFLOPs
+						r.GFLOPS = r.StepFLOPs * float64(r.Batch) / (r.StepMs / 1000) / 1e9
+					}
+				}
+				if peak > 0 {
+					r.PeakFraction = r.GFLOPS / peak
+				}
+				records = append(records, r)
+				if o.json {
+					_ = enc.Encode(r)
+				} else {
+					tag := ""
+					if r.Warmup {
+						tag = " (warm-up)"
+					}
+					fmt.Fprintf(stdout, "round %d%s  %-5s %-14s %8.1f img/s  step %8.2f ms\n", round, tag, impl, name, r.ImagesPerSec, r.StepMs)
+				}
+			}
+		}
+	}
+	sums := summarizeModels(records, names, o.peer)
+	if o.json {
+		for _, s := range sums {
+			_ = enc.Encode(s)
+		}
+	} else {
+		fmt.Fprintln(stdout)
+		writeModelTable(stdout, sums, o.peer, peak, peakHow)
+	}
+	if o.out != "" {
+		if err := writeModelResults(o.out, machine, records, sums, o.peer, peak, peakHow, start); err != nil {
+			fmt.Fprintf(stderr, "flock bench model: %v\n", err)
+			return exitFailure
+		}
+	}
+	return exitOK
+}
+
+// modelRecord is one run's measurement as flock's worker or the PyTorch
+// script reports it, with the round it belongs to.
+type modelRecord struct {
+	Impl   string `json:"impl"`
+	Round  int    `json:"round"`
+	Warmup bool   `json:"warmup_round"`
+	bench.ModelStepResult
+	PeakFraction float64 `json:"peak_fraction,omitempty"`
+}
+
+func lastFlock(rs []modelRecord, name string) *modelRecord {
+	for i := len(rs) - 1; i >= 0; i-- {
+		if rs[i].Impl == "flock" && rs[i].Model == name {
+			return &rs[i]
+		}
+	}
+	return nil
+}
+
+func runModelMeasurement(ctx context.Context, argv []string, timeout time.Duration, stderr io.Writer) (modelRecord, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, stderr
+	cmd.Env = append(os.Environ(), "OPENBLAS_NUM_THREADS=1")
+	cmd.Env = slicesDeleteEnv(cmd.Env, "OPENBLAS_CORETYPE")
+	if err := cmd.Run(); err != nil {
+		return modelRecord{}, fmt.Errorf("%s: %w", strings.Join(argv, " "), err)
+	}
+	var r modelRecord
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r.ModelStepResult); err != nil {
+		return modelRecord{}, fmt.Errorf("%s: reading its record: %w", strings.Join(argv, " "), err)
+	}
+	return r, nil
+}
+
+// slicesDeleteEnv removes the variable key from env, so that a peer
+// chooses its own default (OPENBLAS_CORETYPE unset lets OpenBLAS use
+// AVX-512; see BENCHMARKS.md).
+func slicesDeleteEnv(env []string, key string) []string {
+	out := env[:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, key+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// runModelWorker makes one measurement and prints it as JSON.
+func runModelWorker(args []string, stdout, stderr io.Writer) int {
+	var o modelOptions
+	fs := modelFlags(&o)
+	if err := fs.Parse(args); err != nil {
+		fmt.Fprintf(stderr, "flock bench %s: %v\n", modelWorker, err)
+		return exitUsage
+	}
+	r, err := bench.MeasureModelStep(bench.ModelStepConfig{
+		Model: o.models, Batch: o.batch, Image: o.image, Channels: o.channels, Classes: o.classes,
+		Warmup: o.warmup, Steps: o.steps, Seed: 1,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "flock bench %s: %v\n", modelWorker, err)
+		return exitFailure
+	}
+	_ = json.NewEncoder(stdout).Encode(r)
+	return exitOK
+}
+
+// modelSummary gives, for one model, the medians (min–max) over the
+// measured rounds and the round-by-round ratio flock/peer of images/s.
+type modelSummary struct {
+	Record string       `json:"record"` // "summary"
+	Model  string       `json:"model"`
+	Flock  modelStats   `json:"flock"`
+	Peer   *modelStats  `json:"peer,omitempty"`
+	Ratio  *bench.Stats `json:"ratio_img_per_s,omitempty"`
+}
+
+type modelStats struct {
+	ImagesPerSec bench.Stats `json:"img_per_s"`
+	ForwardMs    float64     `json:"forward_ms"`
+	BackwardMs   float64     `json:"backward_ms"`
+	OptimizerMs  float64     `json:"optimizer_ms"`
+	StepMs       float64     `json:"step_ms"`
+	GFLOPS       float64     `json:"gflops"`
+	PeakFraction float64     `json:"peak_fraction"`
+	PeakRSS      int64       `json:"peak_rss_bytes"`
+	ForwardFLOPs float64     `json:"forward_flops"`
+	StepFLOPs    float64     `json:"step_flops"`
+	Params       int         `json:"params"`
+}
+
+func summarizeModels(rs []modelRecord, names []string, peer string) []modelSummary {
+	var out []modelSummary
+	for _, name := range names {
+		s := modelSummary{Record: "summary", Model: name, Flock: statsOf(rs, name, "flock")}
+		if peer != "" {
+			p := statsOf(rs, name, peer)
+			s.Peer = &p
+			byRound := map[int]float64{}
+			for _, r := range rs {
+				if r.Model == name && r.Impl == "flock" && !r.Warmup {
+					byRound[r.Round] = r.ImagesPerSec
+				}
+			}
+			var ratios []float64
+			for _, r := range rs {
+				if f, ok := byRound[r.Round]; ok && r.Model == name && r.Impl == peer {
+					ratios = append(ratios, f/r.ImagesPerSec)
+				}
+			}
+			st := bench.StatsOf(ratios)
+			s.Ratio = &st
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func statsOf(rs []modelRecord, name, impl string) modelStats {
+	var ips, f, b, o, st, gf, pf []float64
+	var s modelStats
+	for _, r := range rs {
+		if r.Model != name || r.Impl != impl || r.Warmup {
+			continue
+		}
+		ips, f, b, o = append(ips, r.ImagesPerSec), append(f, r.ForwardMs), append(b, r.BackwardMs), append(o, r.OptimizerMs)
+		st, gf, pf = append(st, r.StepMs), append(gf, r.GFLOPS), append(pf, r.PeakFraction)
+		s.PeakRSS = max(s.PeakRSS, r.PeakRSS)
+		s.ForwardFLOPs, s.StepFLOPs, s.Params = r.ForwardFLOPs, r.StepFLOPs, r.Params
+	}
+	s.ImagesPerSec = bench.StatsOf(ips)
+	s.ForwardMs, s.BackwardMs, s.OptimizerMs, s.StepMs = bench.Median(f), bench.Median(b), bench.Median(o), bench.Median(st)
+	s.GFLOPS, s.PeakFraction = bench.Median(gf), bench.Median(pf)
+	return s
+}
+
+func writeModelTable(w io.Writer, sums []modelSummary, peer string, peak float64, peakHow string) {
+	fmt.Fprintf(w, "| model | impl | params | img/s median (min–max) | fwd ms | bwd ms | opt ms | step ms | GFLOP/img (step) | GFLOP/s | of peak | peak RSS |")
+	if peer != "" {
+		fmt.Fprintf(w, " flock/%s img/s |", peer)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprint(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	if peer != "" {
+		fmt.Fprint(w, "---:|")
+	}
+	fmt.Fprintln(w)
+	row := func(model, impl string, s modelStats, ratio *bench.Stats) {
+		fmt.Fprintf(w, "| %s | %s | %d | %.1f (%.1f–%.1f) | %.1f | %.1f | %.1f | %.1f | %.3g | %.1f | %.1f%% | %.2f GiB |",
+			model, impl, s.Params, s.ImagesPerSec.Median, s.ImagesPerSec.Min, s.ImagesPerSec.Max,
+			s.ForwardMs, s.BackwardMs, s.OptimizerMs, s.StepMs, s.StepFLOPs/1e9, s.GFLOPS, 100*s.PeakFraction, float64(s.PeakRSS)/(1<<30))
+		if peer != "" {
+			if ratio != nil {
+				fmt.Fprintf(w, " %.2f (%.2f–%.2f) |", ratio.Median, ratio.Min, ratio.Max)
+			} else {
+				fmt.Fprint(w, " |")
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	for _, s := range sums {
+		row(s.Model, "flock", s.Flock, s.Ratio)
+		if s.Peer != nil {
+			row(s.Model, peer, *s.Peer, nil)
+		}
+	}
+	if peak > 0 {
+		fmt.Fprintf(w, "\nPeak: %.0f GFLOP/s (%s).\n", peak, peakHow)
+	}
+}
+
+func writeModelResults(dir string, machine map[string]any, rs []modelRecord, sums []modelSummary, peer string, peak float64, peakHow string, start time.Time) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	base := filepath.Join(dir, "model_"+start.Format("2006-01-02"))
+	var jl bytes.Buffer
+	enc := json.NewEncoder(&jl)
+	_ = enc.Encode(machine)
+	for _, r := range rs {
+		_ = enc.Encode(r)
+	}
+	for _, s := range sums {
+		_ = enc.Encode(s)
+	}
+	if err := os.WriteFile(base+".jsonl", jl.Bytes(), 0o644); err != nil {
+		return err
+	}
+	var md bytes.Buffer
+	fmt.Fprintf(&md, "# Training steps of models (%s)\n\nMade by (from the repository root):\n\n```\n%s\n```\n\nMachine: %v, %v cores, GOMAXPROCS %v, load %v at the start.\n\n",
+		start.Format("2006-01-02"), machine["command"], machine["cpu_model"], machine["nproc"], machine["gomaxprocs"], machine["loadavg"])
+	writeModelTable(&md, sums, peer, peak, peakHow)
+	return os.WriteFile(base+".md", md.Bytes(), 0o644)
+}

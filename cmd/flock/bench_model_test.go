@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+func TestBenchModelUsage(t *testing.T) {
+	runCLICases(t, []cliCase{
+		{"listed", []string{"bench", "--help"}, exitOK, []string{"model", "allreduce"}, nil, false},
+		{"help", []string{"bench", "model", "--help"}, exitOK, []string{"Usage: flock bench model", "-peer PEER", "-image SIDE"}, nil, false},
+		{"bad batch", []string{"bench", "model", "--batch", "0"}, exitUsage, nil, []string{"batch 0"}, false},
+		{"unknown peer", []string{"bench", "model", "--peer", "jax"}, exitUsage, nil, []string{`unknown peer "jax"`}, false},
+		{"stray argument", []string{"bench", "model", "resnet18"}, exitUsage, nil, []string{`unexpected argument "resnet18"`}, false},
+		{"missing peer script", []string{"bench", "model", "--peer", "torch", "--peer-script", "/nonexistent/p.py"}, exitFailure, nil, []string{"/nonexistent/p.py"}, false},
+		{"worker: unknown model", []string{"bench", modelWorker, "--model", "resnet9000"}, exitFailure, nil, []string{"resnet9000"}, false},
+	})
+}
+
+// TestBenchModel runs a tiny measurement of the small CNN through the built
+// binary (each run is a child process) and checks the JSON records.
+// FLOCK_TEST_TORCH=1 adds the PyTorch peer (needs /usr/bin/python3 with
+// PyTorch and torchvision).
+func TestBenchModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds flock; skipped in -short mode")
+	}
+	bin := flockBinary(t)
+	dir := t.TempDir()
+	args := []string{"bench", "model", "--model", "cnn", "--batch", "4", "--image", "28", "--channels", "1",
+		"--warmup", "1", "--steps", "2", "--pairs", "1", "--json", "--out", dir, "--peak-gflops", "100"}
+	impls := []string{"flock"}
+	if os.Getenv("FLOCK_TEST_TORCH") == "1" {
+		args = append(args, "--peer", "torch", "--peer-script", filepath.Join("..", "..", "bench", "peers", "torch_model.py"))
+		impls = append(impls, "torch")
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	counts := map[string]int{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		var rec struct {
+			Record       string  `json:"record"`
+			Impl         string  `json:"impl"`
+			Model        string  `json:"model"`
+			Params       int     `json:"params"`
+			ImagesPerSec float64 `json:"img_per_s"`
+			StepMs       float64 `json:"step_ms"`
+			StepFLOPs    float64 `json:"step_flops"`
+			GFLOPS       float64 `json:"gflops"`
+			PeakFraction float64 `json:"peak_fraction"`
+			PeakRSS      int64   `json:"peak_rss_bytes"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		key := rec.Record
+		if key == "" {
+			key = rec.Impl
+			if rec.Model != "cnn" || rec.Params != 105866 || rec.ImagesPerSec <= 0 || rec.StepFLOPs <= 0 || rec.PeakRSS <= 0 {
+				t.Errorf("record %s: want the cnn's 105866 parameters and positive rates, FLOPs and memory", sc.Text())
+			}
+			if want := rec.GFLOPS / 100; rec.PeakFraction != want {
+				t.Errorf("peak fraction %v, want GFLOP/s over the given peak = %v", rec.PeakFraction, want)
+			}
+		}
+		counts[key]++
+	}
+	if counts["machine"] != 1 || counts["summary"] != 1 {
+		t.Errorf("record counts %v, want one machine and one summary record", counts)
+	}
+	for _, impl := range impls {
+		if counts[impl] != 2 {
+			t.Errorf("%d %s records, want 2 (warm-up and one measured round)", counts[impl], impl)
+		}
+	}
+	for _, ext := range []string{".jsonl", ".md"} {
+		m, _ := filepath.Glob(filepath.Join(dir, "model_*"+ext))
+		if len(m) != 1 {
+			t.Errorf("%d model_*%s files in --out, want 1", len(m), ext)
+		}
+	}
+}
