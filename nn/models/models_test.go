@@ -34,7 +34,7 @@ func TestParameterCounts(t *testing.T) {
 // TestFashionMNISTForward builds one member of each family for 1-channel
 // 28×28 inputs and checks the shape of its logits.
 func TestFashionMNISTForward(t *testing.T) {
-	for _, name := range []string{"mlp", "cnn", "vit_tiny_p4"} {
+	for _, name := range []string{"mlp", "cnn", "resnet20", "resnet18", "vit_tiny_p4"} {
 		m, err := models.Build(name, models.FashionMNIST, tensor.NewGenerator(1))
 		if err != nil {
 			t.Fatal(err)
