@@ -17,6 +17,7 @@ import (
 
 	"github.com/flockml/flock/dataset"
 	"github.com/flockml/flock/dist"
+	"github.com/flockml/flock/ffcv"
 	"github.com/flockml/flock/internal/term"
 	"github.com/flockml/flock/nn"
 	"github.com/flockml/flock/nn/models"
@@ -30,6 +31,7 @@ type trainOptions struct {
 	checkpoint string
 	resume     string
 	data       string
+	testData   string
 	download   bool
 	threads    int
 	workers    int
@@ -40,7 +42,7 @@ type trainOptions struct {
 func trainFlags(cfg *train.Config, o *trainOptions) *flag.FlagSet {
 	fs := flag.NewFlagSet("flock train", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&cfg.Model, "model", cfg.Model, "network: "+modelList())
+	fs.StringVar(&cfg.Model, "model", cfg.Model, "network, one of the models listed below")
 	fs.IntVar(&cfg.Epochs, "epochs", cfg.Epochs, "passes over the training set")
 	fs.IntVar(&cfg.BatchSize, "batch-size", cfg.BatchSize, "images per optimizer step")
 	fs.Float64Var(&cfg.LR, "lr", cfg.LR, "peak learning rate (> 0), reached after the warm-up")
@@ -57,19 +59,20 @@ func trainFlags(cfg *train.Config, o *trainOptions) *flag.FlagSet {
 	fs.BoolVar(&o.json, "json", o.json, "write JSON Lines records to stdout instead of the human output")
 	fs.StringVar(&o.checkpoint, "checkpoint", o.checkpoint, "write a checkpoint to `PATH` at the end of each epoch and on interrupt (Ctrl-C)")
 	fs.StringVar(&o.resume, "resume", o.resume, "resume the run saved in the checkpoint at `PATH`; its settings apply unless given as flags")
-	fs.StringVar(&o.data, "data", o.data, "`DIR` holding the Fashion-MNIST files (default: $FLOCK_DATA/fashion-mnist, the user cache, "+dataset.DebianFashionMNISTDir+")")
+	fs.StringVar(&o.data, "data", o.data, "`DIR` holding the Fashion-MNIST files (default: $FLOCK_DATA/fashion-mnist, the user cache, "+dataset.DebianFashionMNISTDir+"), or a .beton file of training images (fields image and label; see flock convert)")
+	fs.StringVar(&o.testData, "test-data", o.testData, "`PATH` of a .beton file of test images, with --data TRAIN.beton (default: no test set)")
 	fs.BoolVar(&o.download, "download", o.download, "download Fashion-MNIST when it is not found")
 	fs.IntVar(&o.threads, "threads", o.threads, fmt.Sprintf("worker threads, GOMAXPROCS (0: all %d cores)", runtime.NumCPU()))
 	fs.IntVar(&o.workers, "workers", o.workers, "data-parallel workers in this process, `K` goroutines each taking --batch-size images per step (a step sees K × batch-size)")
 	return fs
 }
 
-func modelList() string {
-	var parts []string
+// writeModels lists the registered networks with their descriptions.
+func writeModels(w io.Writer) {
+	fmt.Fprint(w, "\nModels (--model):\n")
 	for _, n := range models.Names() {
-		parts = append(parts, fmt.Sprintf("%s (%s)", n, models.Describe(n)))
+		fmt.Fprintf(w, "  %-22s %s\n", n, models.Describe(n))
 	}
-	return strings.Join(parts, "; ")
 }
 
 func trainHelp(w io.Writer) {
@@ -122,6 +125,7 @@ Flags:
 		}
 		fmt.Fprintf(w, "  %-22s %s%s\n", head, use, def)
 	})
+	writeModels(w)
 	fmt.Fprint(w, `
 Examples:
   flock train
@@ -173,6 +177,9 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 	if o.workers < 1 {
 		return usageError(stderr, "workers %d: want ≥ 1", o.workers)
 	}
+	if o.testData != "" && !strings.HasSuffix(o.data, ".beton") {
+		return usageError(stderr, "--test-data %s needs --data TRAIN.beton", o.testData)
+	}
 	env, launched, err := launcherEnv()
 	if err != nil {
 		fmt.Fprintf(stderr, "flock train: %v\n", err)
@@ -197,9 +204,14 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 	if !o.json && (!launched || env.Rank == 0) {
 		progress = stderr
 	}
-	trainSet, testSet, err := dataset.LoadFashionMNIST(ctx, dataset.FashionMNISTOptions{
-		Dir: o.data, Download: o.download, Progress: progress,
-	})
+	var trainSet, testSet *dataset.Images
+	if strings.HasSuffix(o.data, ".beton") {
+		trainSet, testSet, err = loadBeton(ctx, o.data, o.testData)
+	} else {
+		trainSet, testSet, err = dataset.LoadFashionMNIST(ctx, dataset.FashionMNISTOptions{
+			Dir: o.data, Download: o.download, Progress: progress,
+		})
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "flock train: %v\n", err)
 		if errors.Is(err, context.Canceled) {
@@ -224,6 +236,17 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 		comms = []dist.Comm{c}
 	}
 	return trainWorkers(ctx, cfg, o, trainSet, testSet, comms, stdout, stderr)
+}
+
+// loadBeton reads the training set and, when testPath is set, the test set
+// from .beton files (fields image and label) into memory.
+func loadBeton(ctx context.Context, trainPath, testPath string) (trainSet, testSet *dataset.Images, err error) {
+	trainSet, err = ffcv.ReadImages(ctx, trainPath, ffcv.ReadImagesOptions{})
+	if err != nil || testPath == "" {
+		return trainSet, nil, err
+	}
+	testSet, err = ffcv.ReadImages(ctx, testPath, ffcv.ReadImagesOptions{NumClasses: len(trainSet.Classes)})
+	return trainSet, testSet, err
 }
 
 // launcherEnv returns the rank and world of a process started by a
@@ -399,8 +422,15 @@ func (r *reporter) start(t *train.Trainer, trainSet, testSet *dataset.Images, o 
 		return
 	}
 	cfg := t.Config()
-	fmt.Fprintf(r.w, "flock train: %s (%d parameters) on Fashion-MNIST, %d training / %d test images\n",
-		cfg.Model, nn.NumParameters(t.Model()), trainSet.N, testSet.N)
+	data, testN := "Fashion-MNIST", 0
+	if strings.HasSuffix(o.data, ".beton") {
+		data = o.data
+	}
+	if testSet != nil {
+		testN = testSet.N
+	}
+	fmt.Fprintf(r.w, "flock train: %s (%d parameters) on %s, %d training / %d test images\n",
+		cfg.Model, nn.NumParameters(t.Model()), data, trainSet.N, testN)
 	opt := cfg.Optimizer
 	if cfg.Optimizer != "adamw" {
 		opt += fmt.Sprintf(" momentum %g", cfg.Momentum)

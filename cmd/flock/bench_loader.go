@@ -1,0 +1,310 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flockml/flock/bench"
+	"github.com/flockml/flock/ffcv"
+	"github.com/flockml/flock/ffcv/beton"
+	"github.com/flockml/flock/internal/term"
+)
+
+func init() {
+	benchmarks = append(benchmarks, benchmark{"loader", "images/s of the .beton data loader (decode + augment) per\n             worker, side by side with a PyTorch DataLoader", runBenchLoader})
+}
+
+type loaderOptions struct {
+	file, workers, peer, decoder, python, script, out string
+	synthetic, syntheticRes, size, batchSize          int
+	batches, warmup, pairs                            int
+	seed                                              uint64
+	single, json                                      bool
+	timeout                                           time.Duration
+}
+
+func loaderFlags(o *loaderOptions) *flag.FlagSet {
+	fs := flag.NewFlagSet("flock bench loader", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.file, "file", "", "the .beton `FILE` to read (fields image and label)")
+	fs.IntVar(&o.synthetic, "synthetic", 0, "without --file: write `N` synthetic photo-like images (JPEG q90, --synthetic-res px) to a temporary file and read it")
+	fs.IntVar(&o.syntheticRes, "synthetic-res", 256, "side in `PIXELS` of the synthetic images")
+	fs.StringVar(&o.workers, "workers", "1,2", "comma-separated worker `COUNTS` (goroutines for flock, DataLoader processes for torch)")
+	fs.StringVar(&o.peer, "peer", "", "also measure `PEER`, alternating with flock: torch (DataLoader + torchvision + PIL)")
+	fs.StringVar(&o.decoder, "decoder", bench.DecoderRRC, "pipeline: rrc (random-resized-crop + flip + normalize), center (centre crop + normalize) or raw (stored pixels + flip + normalize)")
+	fs.IntVar(&o.size, "size", 224, "output side of the rrc and center pipelines, in `PIXELS`")
+	fs.IntVar(&o.batchSize, "batch-size", 64, "images per batch")
+	fs.IntVar(&o.batches, "batches", 50, "measured batches per run")
+	fs.IntVar(&o.warmup, "warmup", 5, "batches read before the measured ones in each run")
+	fs.IntVar(&o.pairs, "pairs", 3, "measured rounds, after one warm-up round; each round runs every implementation once per worker count, one process each")
+	fs.Uint64Var(&o.seed, "seed", 0, "seed of the order and augmentations")
+	fs.BoolVar(&o.json, "json", false, "write JSON Lines records to stdout instead of the table")
+	fs.StringVar(&o.out, "out", "", "also write loader_<date>.jsonl and loader_<date>.md into `DIR` (e.g. bench/results)")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "limit of each run")
+	fs.StringVar(&o.python, "python", bench.DefaultPython, "Python interpreter with PyTorch, for --peer torch")
+	fs.StringVar(&o.script, "peer-script", filepath.Join("bench", "peers", "torch_loader.py"), "the PyTorch peer's script")
+	fs.BoolVar(&o.single, "single", false, "measure flock once in this process with the one --workers count and print its JSON record (what each flock run of the comparison does)")
+	return fs
+}
+
+func benchLoaderHelp(w io.Writer) {
+	var o loaderOptions
+	fs := loaderFlags(&o)
+	fmt.Fprint(w, `Usage: flock bench loader (--file X.beton | --synthetic N) [flags]
+
+Measure flock's data loader (package ffcv): batches of --batch-size images
+read from a .beton file in random order, decoded and augmented by the
+--decoder pipeline into float32 NCHW batches, with 1, 2, … worker
+goroutines. Each run is one process: it opens the file, reads --warmup
+batches, then times --batches batches and reports
+
+  images/s per worker   images/s divided by the workers (per core when
+                        each worker has one)
+  images per CPU-second images over the processor time used
+  time to first batch, p50/p99 batch latency, peak RSS (VmHWM), Go heap,
+  allocations per batch.
+
+With --peer torch every round also runs bench/peers/torch_loader.py right
+after flock: a PyTorch DataLoader with the same number of worker processes
+(shuffle, drop_last) over a Dataset that reads the same .beton file with
+numpy and decodes with PIL (libjpeg-turbo) and torchvision (rrc:
+RandomResizedCrop + RandomHorizontalFlip + ToTensor + Normalize). The table
+gives the median and range over the rounds, and the round-by-round ratios
+flock/torch; the first round is a warm-up and is left out.
+
+To make a JPEG test file: flock convert synthetic X.beton --n 2000 --size
+256x256 (q90), flock convert imagefolder DIR X.beton --max-res 256, or
+--synthetic N here. FLOCK_JPEG=go measures the pure-Go JPEG decoder.
+
+Flags:
+`)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+func loaderUsage(stderr io.Writer, format string, a ...any) int {
+	fmt.Fprintf(stderr, "flock bench loader: "+format+"; run 'flock bench loader --help' for usage\n", a...)
+	return exitUsage
+}
+
+func runBenchLoader(args []string, stdout, stderr io.Writer) int {
+	var o loaderOptions
+	fs := loaderFlags(&o)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			benchLoaderHelp(stdout)
+			return exitOK
+		}
+		return loaderUsage(stderr, "%v", err)
+	}
+	if fs.NArg() > 0 {
+		return loaderUsage(stderr, "unexpected argument %q", fs.Arg(0))
+	}
+	workers, err := parseList(o.workers, "workers", func(s string) (int, error) {
+		n, err := strconv.Atoi(s)
+		if err == nil && n < 1 {
+			err = errors.New("want ≥ 1")
+		}
+		return n, err
+	})
+	if err != nil {
+		return loaderUsage(stderr, "%v", err)
+	}
+	switch o.decoder {
+	case bench.DecoderRRC, bench.DecoderCenter, bench.DecoderRaw:
+	default:
+		return loaderUsage(stderr, "unknown decoder %q (want rrc, center or raw)", o.decoder)
+	}
+	if o.peer != "" && o.peer != bench.ImplTorch {
+		return loaderUsage(stderr, "unknown peer %q (peers: torch)", o.peer)
+	}
+	if o.size < 1 || o.batchSize < 1 || o.batches < 1 || o.warmup < 0 || o.pairs < 0 || o.synthetic < 0 || o.syntheticRes < 8 {
+		return loaderUsage(stderr, "size %d, batch size %d, batches %d, warm-up %d, pairs %d, synthetic %d at %d px: want positive sizes and counts (warm-up, pairs, synthetic ≥ 0, synthetic-res ≥ 8)",
+			o.size, o.batchSize, o.batches, o.warmup, o.pairs, o.synthetic, o.syntheticRes)
+	}
+	if (o.file == "") == (o.synthetic == 0) {
+		return loaderUsage(stderr, "give one of --file X.beton and --synthetic N")
+	}
+	if o.single && len(workers) != 1 {
+		return loaderUsage(stderr, "--single measures one worker count, not %s", o.workers)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "flock bench loader: %v\n", err)
+		if ctx.Err() != nil {
+			return exitInterrupted
+		}
+		return exitFailure
+	}
+	if o.synthetic > 0 {
+		dir, err := os.MkdirTemp("", "flock-bench-loader-")
+		if err != nil {
+			return fail(err)
+		}
+		defer os.RemoveAll(dir)
+		o.file = filepath.Join(dir, "synthetic.beton")
+		src := &ffcv.SyntheticSource{N: o.synthetic, Width: o.syntheticRes, Height: o.syntheticRes, Seed: o.seed,
+			Image: beton.RGBImageField{Mode: beton.WriteJPEG, JPEGQuality: 90}}
+		var progress io.Writer
+		if term.IsTerminal(stderr) && !o.single {
+			progress = stderr
+		}
+		if err := beton.Write(ctx, o.file, src.Fields(), src, beton.WriterOptions{Progress: progress}); err != nil {
+			return fail(err)
+		}
+	}
+	if _, err := os.Stat(o.file); err != nil {
+		return fail(err)
+	}
+	cfg := bench.LoaderConfig{File: o.file, Decoder: o.decoder, Size: o.size, BatchSize: o.batchSize, Warmup: o.warmup, Batches: o.batches, Seed: o.seed}
+	if o.single {
+		cfg.Workers = workers[0]
+		res, err := bench.MeasureLoader(ctx, cfg)
+		if err != nil {
+			return fail(err)
+		}
+		_ = json.NewEncoder(stdout).Encode(res)
+		return exitOK
+	}
+
+	exe, err := os.Executable()
+	if err != nil {
+		return fail(err)
+	}
+	common := []string{"--file", o.file, "--decoder", o.decoder, "--size", strconv.Itoa(o.size), "--batch-size", strconv.Itoa(o.batchSize),
+		"--batches", strconv.Itoa(o.batches), "--warmup", strconv.Itoa(o.warmup), "--seed", strconv.FormatUint(o.seed, 10)}
+	cmp := bench.LoaderComparison{
+		Workers: workers, Pairs: o.pairs, Peer: o.peer, Timeout: o.timeout, Stderr: stderr,
+		Flock: append([]string{exe, "bench", "loader", "--single"}, common...),
+	}
+	if o.peer == bench.ImplTorch {
+		if _, err := os.Stat(o.script); err != nil {
+			return fail(fmt.Errorf("peer script: %v (run from the repository root or give --peer-script)", err))
+		}
+		cmp.PeerCommand = append([]string{o.python, o.script}, common...)
+		cmp.PeerEnv = []string{"OMP_NUM_THREADS=1"}
+	}
+	start := time.Now().UTC()
+	machine := map[string]any{
+		"record": "machine", "command": strings.Join(append([]string{"flock", "bench", "loader"}, args...), " "),
+		"start": start.Format(time.RFC3339), "nproc": runtime.NumCPU(), "gomaxprocs": runtime.GOMAXPROCS(0),
+		"go": runtime.Version(), "goarch": runtime.GOARCH, "cpu_model": cpuModel(), "loadavg": loadAvg(),
+		"file": o.file, "decoder": o.decoder, "size": o.size, "batch_size": o.batchSize, "batches": o.batches,
+		"warmup": o.warmup, "pairs": o.pairs, "jpeg_env": os.Getenv("FLOCK_JPEG"),
+	}
+	if o.peer != "" {
+		machine["peer"], machine["peer_command"] = o.peer, strings.Join(cmp.PeerCommand, " ")
+	}
+	enc := json.NewEncoder(stdout)
+	if o.json {
+		_ = enc.Encode(machine)
+	}
+	emit := func(r bench.LoaderResult) {
+		if o.json {
+			_ = enc.Encode(r)
+			return
+		}
+		tag := ""
+		if r.WarmupPair {
+			tag = " (warm-up)"
+		}
+		fmt.Fprintf(stdout, "round %d%s  %-5s %d workers  %7.0f img/s per worker  %7.0f img/CPU-s  first batch %6.1f ms  p50 %6.1f ms  p99 %6.1f ms\n",
+			r.Pair, tag, r.Impl, r.Workers, r.PerWorker, r.PerCPUSecond, 1e3*r.FirstBatchS, 1e3*r.P50S, 1e3*r.P99S)
+	}
+	results, err := bench.RunLoaderComparison(ctx, cmp, emit)
+	if err != nil {
+		return fail(err)
+	}
+	sums := bench.SummarizeLoader(results, o.peer)
+	if o.json {
+		for _, s := range sums {
+			_ = enc.Encode(loaderSummaryRecord(s, o.peer))
+		}
+	} else {
+		fmt.Fprintln(stdout)
+		if err := bench.WriteLoaderTable(stdout, sums, o.peer); err != nil {
+			return fail(err)
+		}
+	}
+	if o.out != "" {
+		if err := writeLoaderResults(o.out, machine, results, sums, o.peer, start); err != nil {
+			return fail(err)
+		}
+	}
+	return exitOK
+}
+
+func loaderSummaryRecord(s bench.LoaderSummary, peer string) map[string]any {
+	st := func(x bench.Stats) map[string]any {
+		return map[string]any{"median": x.Median, "min": x.Min, "max": x.Max, "n": x.N}
+	}
+	rec := map[string]any{"record": "summary", "workers": s.Workers,
+		"flock_img_per_s_per_worker": st(s.Flock.PerWorker), "flock_img_per_cpu_s": st(s.Flock.PerCPUSecond),
+		"flock_allocs_per_batch": s.Flock.AllocsPerBatch, "flock_first_batch_s": s.Flock.FirstBatchS,
+		"flock_p50_s": s.Flock.P50S, "flock_p99_s": s.Flock.P99S, "flock_peak_rss_mb": s.Flock.PeakRSSMB, "flock_heap_mb": s.Flock.HeapMB}
+	if peer != "" {
+		rec[peer+"_img_per_s_per_worker"] = st(s.Peer.PerWorker)
+		rec[peer+"_img_per_cpu_s"] = st(s.Peer.PerCPUSecond)
+		rec["ratio_flock_"+peer] = st(s.Ratio)
+		rec["ratio_flock_"+peer+"_per_cpu_s"] = st(s.CPURatio)
+	}
+	return rec
+}
+
+func writeLoaderResults(dir string, machine map[string]any, rs []bench.LoaderResult, sums []bench.LoaderSummary, peer string, start time.Time) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	base := filepath.Join(dir, "loader_"+start.Format("2006-01-02"))
+	jf, err := os.Create(base + ".jsonl")
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(jf)
+	_ = enc.Encode(machine)
+	for _, r := range rs {
+		_ = enc.Encode(r)
+	}
+	for _, s := range sums {
+		_ = enc.Encode(loaderSummaryRecord(s, peer))
+	}
+	if err := jf.Close(); err != nil {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Data loader throughput (%s)\n\nMade by (from the repository root, with the flock binary built by `go build -o /tmp/flock ./cmd/flock`):\n\n```\n%s\n```\n\n",
+		start.Format("2006-01-02"), machine["command"])
+	fmt.Fprintf(&b, "File %s, pipeline %s (output %v px), batches of %v, random order; each run is one process that reads %v warm-up batches and times %v. ",
+		machine["file"], machine["decoder"], machine["size"], machine["batch_size"], machine["warmup"], machine["batches"])
+	if peer != "" {
+		fmt.Fprintf(&b, "Each round runs flock and then %s (bench/peers/torch_loader.py: DataLoader with the same number of worker processes, PIL + torchvision) for each worker count; %v rounds after one warm-up round; figures are the median (min–max) over the rounds, and the ratios are flock/%s computed round by round.\n\n", peer, machine["pairs"], peer)
+	} else {
+		fmt.Fprintf(&b, "%v rounds after one warm-up round; figures are the median (min–max) over the rounds.\n\n", machine["pairs"])
+	}
+	if err := bench.WriteLoaderTable(&b, sums, peer); err != nil {
+		return err
+	}
+	fmt.Fprintf(&b, "\n## Setup\n\n- Machine: %d CPUs, %s; %s, GOMAXPROCS %d; load average %s at the start (other processes share these cores).\n",
+		machine["nproc"], machine["cpu_model"], machine["go"], machine["gomaxprocs"], machine["loadavg"])
+	for _, r := range rs {
+		if r.Impl == peer {
+			fmt.Fprintf(&b, "- %s: %s, %s (`%s`).\n", peer, r.Version, r.Backend, machine["peer_command"])
+			break
+		}
+	}
+	fmt.Fprintf(&b, "- Records: `%s`.\n", filepath.Base(base)+".jsonl")
+	return os.WriteFile(base+".md", []byte(b.String()), 0o644)
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestBenchLoaderUsage(t *testing.T) {
+	file := filepath.Join(ffcvTestdata, "jpeg_q90_max256.beton")
+	runCLICases(t, []cliCase{
+		{"listed", []string{"bench", "--help"}, exitOK, []string{"loader"}, nil, false},
+		{"help", []string{"bench", "loader", "--help"}, exitOK, []string{"Usage: flock bench loader", "images/s per worker", "-peer"}, nil, false},
+		{"no file", []string{"bench", "loader"}, exitUsage, nil, []string{"give one of --file X.beton and --synthetic N"}, false},
+		{"both", []string{"bench", "loader", "--file", file, "--synthetic", "10"}, exitUsage, nil, []string{"give one of"}, false},
+		{"decoder", []string{"bench", "loader", "--file", file, "--decoder", "crop"}, exitUsage, nil, []string{`unknown decoder "crop"`}, false},
+		{"peer", []string{"bench", "loader", "--file", file, "--peer", "dali"}, exitUsage, nil, []string{`unknown peer "dali"`}, false},
+		{"workers", []string{"bench", "loader", "--file", file, "--workers", "1,0"}, exitUsage, nil, []string{`workers "0": want ≥ 1`}, false},
+		{"single", []string{"bench", "loader", "--file", file, "--single"}, exitUsage, nil, []string{"--single measures one worker count"}, false},
+		{"missing file", []string{"bench", "loader", "--file", "/nonexistent/x.beton", "--workers", "1", "--single"}, exitFailure, nil, []string{"/nonexistent/x.beton"}, false},
+		{"missing peer script", []string{"bench", "loader", "--file", file, "--peer", "torch", "--peer-script", "/nonexistent/p.py"}, exitFailure, nil, []string{"/nonexistent/p.py"}, false},
+	})
+}
+
+// TestBenchLoader runs a tiny comparison with the built binary over a
+// synthetic file, checking the JSON records and the results written.
+// FLOCK_TEST_TORCH=1 adds the PyTorch peer (needs /usr/bin/python3 with
+// PyTorch; slow to start).
+func TestBenchLoader(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds flock and runs processes; skipped in -short mode")
+	}
+	dir := t.TempDir()
+	args := []string{"bench", "loader", "--synthetic", "24", "--synthetic-res", "64", "--size", "32", "--batch-size", "8", "--batches", "4", "--warmup", "1",
+		"--workers", "1,2", "--pairs", "1", "--json", "--out", dir}
+	impls := []string{"flock"}
+	if os.Getenv("FLOCK_TEST_TORCH") == "1" {
+		args = append(args, "--peer", "torch", "--peer-script", filepath.Join("..", "..", "bench", "peers", "torch_loader.py"))
+		impls = append(impls, "torch")
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(flockBinary(t), args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	counts := map[string]int{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		var rec struct {
+			Record  string  `json:"record"`
+			Impl    string  `json:"impl"`
+			Images  int     `json:"images"`
+			PerWork float64 `json:"img_per_s_per_worker"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		counts[rec.Record]++
+		if rec.Record == "run" {
+			counts[rec.Impl]++
+			if rec.Images != 32 || rec.PerWork <= 0 {
+				t.Errorf("record %s: want 32 images at a positive rate", sc.Text())
+			}
+		}
+	}
+	if counts["machine"] != 1 || counts["run"] != 4*len(impls) || counts["summary"] != 2 {
+		t.Errorf("record counts %v", counts)
+	}
+	matches, _ := filepath.Glob(filepath.Join(dir, "loader_*.md"))
+	if len(matches) != 1 {
+		t.Fatalf("results %v, want one Markdown file", matches)
+	}
+	md, _ := os.ReadFile(matches[0])
+	if !strings.Contains(string(md), "| 2 | flock |") || !strings.Contains(string(md), "flock bench loader --synthetic 24") {
+		t.Errorf("Markdown results:\n%s", md)
+	}
+}

@@ -1,0 +1,52 @@
+// Package ffcv reads and writes FFCV's .beton data set files (format
+// version 2, byte-compatible with FFCV) and loads them in batches for
+// training: the data loader of flock.
+//
+// FFCV's insight is that image data loads fast when it is pre-processed
+// once into one page-structured file, read through the page cache (or a
+// cache of prefetched pages), decoded by many workers into preallocated
+// batch buffers, and augmented by pipelines compiled per field. This
+// package keeps that design; the file format itself is package beton, JPEG
+// decoding package jpeg, image geometry and augmentation package
+// transform.
+//
+// # Loading
+//
+// A Loader (Open or NewLoader) hands out Batches: one Column per loaded
+// field, views into a ring of BatchesAhead+2 preallocated slots, released
+// explicitly (Batch.Release) or by the Epoch iterator when the loop moves
+// on. Options follow FFCV's: batch size, workers (goroutines, GOMAXPROCS
+// by default), order (Sequential, Random, QuasiRandom), the page cache or
+// a process cache with prefetching, distributed rank and world size, seed,
+// an indices subset, drop-last (the default; KeepLast keeps the last
+// batch) and batches ahead. Unlike FFCV, the order of every epoch is a pure
+// function of (seed, epoch, rank, world size), so Seek resumes mid-epoch
+// exactly; QUASI_RANDOM works in distributed mode, with a configurable page
+// window; augmentations draw from a counter-based generator keyed by
+// (seed, epoch, sample, transform), so batches do not depend on the number
+// of workers; Close or the end of a context stops every goroutine. The
+// Loader's documentation states the algorithms.
+//
+// # Pipelines
+//
+// Options.Pipelines maps field names to a Pipeline: a decoder, then
+// transforms, as FFCV's pipelines dictionary. Decoders: IntDecoder,
+// FloatDecoder, NDArrayDecoder, BytesDecoder, and for images
+// SimpleImageDecoder (fixed size), RandomResizedCrop and CenterCrop (JPEGs
+// decoded at the smallest scale 1/2, 1/4 or 1/8 that keeps the crop at
+// least as large as the output). Transforms: Flip, Translate, Cutout
+// (uint8 HWC images), ToCHW, Normalize (to float32 or bfloat16 through a
+// lookup table), Mixup and LabelMixup (per batch), Squeeze. A uint8 array field
+// of shape (H, W) or (H, W, C), as FFCV's Fashion-MNIST files hold, is an
+// image for the transforms, so Fashion-MNIST and CIFAR pipelines need no
+// JPEG. Columns become tensors with Column.Tensor.
+//
+// # Writing
+//
+// beton.Write writes any beton.Source. This package provides sources for
+// images in memory (ArraySource, NewImagesSource for dataset.Images such as
+// Fashion-MNIST), for a directory tree of images with one subdirectory per
+// class (ImageFolderSource, as torchvision's ImageFolder) and for
+// generated photo-like images (SyntheticSource, for benchmarks). The
+// command flock convert wraps them.
+package ffcv

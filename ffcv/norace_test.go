@@ -1,0 +1,5 @@
+//go:build !race
+
+package ffcv
+
+const raceEnabled = false

@@ -1,0 +1,214 @@
+package transform
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// goldenFile is a safetensors file of uint8 tensors (the format of
+// testdata/golden/safetensors_io.py), read here without the safetensors
+// package to keep this package's tests free of the tensor stack.
+type goldenFile struct {
+	tensors map[string]Image
+	meta    map[string]string
+}
+
+func readGolden(t *testing.T, name string) *goldenFile {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "ffcv", "golden", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := binary.LittleEndian.Uint64(data)
+	var hdr map[string]json.RawMessage
+	if err := json.Unmarshal(data[8:8+n], &hdr); err != nil {
+		t.Fatal(err)
+	}
+	g := &goldenFile{tensors: map[string]Image{}}
+	body := data[8+n:]
+	for k, raw := range hdr {
+		if k == "__metadata__" {
+			if err := json.Unmarshal(raw, &g.meta); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		var e struct {
+			DType   string `json:"dtype"`
+			Shape   []int  `json:"shape"`
+			Offsets [2]int `json:"data_offsets"`
+		}
+		if err := json.Unmarshal(raw, &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.DType != "U8" || len(e.Shape) != 3 {
+			t.Fatalf("%s: %s %v, want a U8 H×W×C image", k, e.DType, e.Shape)
+		}
+		g.tensors[k] = ImageOf(body[e.Offsets[0]:e.Offsets[1]], e.Shape[1], e.Shape[0], e.Shape[2])
+	}
+	return g
+}
+
+// Resize tolerances against the references: fixed-point weights and
+// intermediate rounding change a result by at most one level, and only
+// rarely.
+const (
+	resizeMaxDiff  = 1
+	resizeMeanDiff = 0.05
+)
+
+func TestResizeGolden(t *testing.T) {
+	g := readGolden(t, "transform_resize.safetensors")
+	var cases []string
+	for k := range g.meta {
+		if c, ok := strings.CutPrefix(k, "case."); ok {
+			cases = append(cases, c)
+		}
+	}
+	slices.Sort(cases)
+	if len(cases) < 30 {
+		t.Fatalf("only %d cases", len(cases))
+	}
+	filters := map[string]Filter{"area": Area, "bilinear": Bilinear, "bilinear-antialias": BilinearAntialias}
+	for _, c := range cases {
+		t.Run(c, func(t *testing.T) {
+			var p struct {
+				Filter, Shape string
+				Window        [4]int
+				Size          [2]int
+			}
+			if err := json.Unmarshal([]byte(g.meta["case."+c]), &p); err != nil {
+				t.Fatal(err)
+			}
+			src, want := g.tensors["src."+p.Shape], g.tensors["want."+c]
+			f, ok := filters[p.Filter]
+			if !ok {
+				t.Fatalf("unknown filter %q", p.Filter)
+			}
+			dst := NewImage(p.Size[0], p.Size[1], src.Channels)
+			Resize(dst, src, Rect{p.Window[0], p.Window[1], p.Window[2], p.Window[3]}, f)
+			maxd, mean := diff(dst, want)
+			// INTER_AREA by integer factors is exact.
+			limit := resizeMaxDiff
+			if f == Area && p.Window[2]%p.Size[0] == 0 && p.Window[3]%p.Size[1] == 0 {
+				limit = 0
+			}
+			if maxd > limit || mean > resizeMeanDiff {
+				t.Errorf("max |diff| %d (limit %d), mean %.4f (limit %v)", maxd, limit, mean, resizeMeanDiff)
+			}
+			if testing.Verbose() {
+				t.Logf("max |diff| %d, mean %.4f", maxd, mean)
+			}
+		})
+	}
+}
+
+func diff(a, b Image) (maxd int, mean float64) {
+	if a.Width != b.Width || a.Height != b.Height || a.Channels != b.Channels {
+		panic(fmt.Sprintf("diff: %dx%dx%d vs %dx%dx%d", a.Width, a.Height, a.Channels, b.Width, b.Height, b.Channels))
+	}
+	var sum int
+	for y := 0; y < a.Height; y++ {
+		ra, rb := a.Row(y), b.Row(y)
+		for i := range ra {
+			d := int(ra[i]) - int(rb[i])
+			if d < 0 {
+				d = -d
+			}
+			sum += d
+			maxd = max(maxd, d)
+		}
+	}
+	return maxd, float64(sum) / float64(len(a.Row(0))*a.Height)
+}
+
+func TestResizeIdentityAndWindow(t *testing.T) {
+	src := NewImage(9, 7, 3)
+	for i := range src.Pix {
+		src.Pix[i] = uint8(i*37 + 11)
+	}
+	for _, f := range []Filter{Area, Bilinear, BilinearAntialias} {
+		dst := NewImage(9, 7, 3)
+		Resize(dst, src, Rect{}, f)
+		if !slices.Equal(dst.Pix, src.Pix) {
+			t.Errorf("%v: same-size resize changed pixels", f)
+		}
+		// A window resized to its own size is a crop.
+		win := NewImage(4, 3, 3)
+		Resize(win, src, Rect{2, 3, 4, 3}, f)
+		sub := src.Sub(Rect{2, 3, 4, 3})
+		for y := 0; y < 3; y++ {
+			if !slices.Equal(win.Row(y), sub.Row(y)) {
+				t.Errorf("%v: window row %d = %v, want %v", f, y, win.Row(y), sub.Row(y))
+			}
+		}
+		// A constant image stays constant under any resize.
+		flat := NewImage(13, 11, 1)
+		for i := range flat.Pix {
+			flat.Pix[i] = 200
+		}
+		for _, sz := range [][2]int{{5, 4}, {13, 3}, {30, 22}, {7, 20}} {
+			out := NewImage(sz[0], sz[1], 1)
+			Resize(out, flat, Rect{}, f)
+			for _, v := range out.Pix {
+				if v != 200 {
+					t.Fatalf("%v: constant 200 resized to %v gives %d", f, sz, v)
+				}
+			}
+		}
+	}
+}
+
+func TestResizeAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops items under the race detector")
+	}
+	src := NewImage(256, 192, 3)
+	dst := NewImage(224, 224, 3)
+	for _, f := range []Filter{Area, Bilinear, BilinearAntialias} {
+		Resize(dst, src, Rect{10, 20, 150, 130}, f)
+		if n := testing.AllocsPerRun(20, func() { Resize(dst, src, Rect{10, 20, 150, 130}, f) }); n != 0 {
+			t.Errorf("%v: %v allocations per Resize", f, n)
+		}
+	}
+}
+
+// cpuTime reports the thread's CPU time per operation (steadier than wall
+// time on a shared machine). Call it before the loop, the result after.
+func cpuTime(b *testing.B) func() {
+	runtime.LockOSThread()
+	start := threadCPU()
+	return func() {
+		cpu := threadCPU() - start
+		runtime.UnlockOSThread()
+		if cpu > 0 {
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+		}
+	}
+}
+
+func BenchmarkResize(b *testing.B) {
+	src := NewImage(256, 256, 3)
+	for i := range src.Pix {
+		src.Pix[i] = uint8(i * 7)
+	}
+	dst := NewImage(224, 224, 3)
+	for _, f := range []Filter{Area, Bilinear, BilinearAntialias} {
+		for _, win := range []Rect{{0, 0, 256, 256}, {30, 40, 150, 170}} {
+			b.Run(fmt.Sprintf("%v/%dx%d", f, win.W, win.H), func(b *testing.B) {
+				report := cpuTime(b)
+				for b.Loop() {
+					Resize(dst, src, win, f)
+				}
+				report()
+			})
+		}
+	}
+}
