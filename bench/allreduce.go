@@ -37,13 +37,16 @@ const DefaultPython = "/usr/bin/python3"
 
 // AllReduceSample is what rank 0 of one run reports for one size: the
 // seconds of each timed all-reduce. Workers of both implementations write
-// one such JSON object per line.
+// one such JSON object per line. Transport says how a flock worker's
+// collectives moved the data ("shm" or "tcp"; empty when the Comm does
+// not say).
 type AllReduceSample struct {
-	Impl    string    `json:"impl"`
-	Version string    `json:"version"`
-	NProc   int       `json:"nproc"`
-	Bytes   int64     `json:"bytes"`
-	Seconds []float64 `json:"seconds"`
+	Impl      string    `json:"impl"`
+	Version   string    `json:"version"`
+	Transport string    `json:"transport,omitempty"`
+	NProc     int       `json:"nproc"`
+	Bytes     int64     `json:"bytes"`
+	Seconds   []float64 `json:"seconds"`
 }
 
 // AllReduceMeasurement is one run's figure for one size: the median T of
@@ -183,6 +186,9 @@ func AllReduceWorker(ctx context.Context, c dist.Comm, sizes []int64, warmup, it
 		}
 		if rank == 0 {
 			s := AllReduceSample{Impl: ImplFlock, Version: runtime.Version(), NProc: n, Bytes: size, Seconds: secs}
+			if tc, ok := c.(interface{ Transport() string }); ok {
+				s.Transport = tc.Transport()
+			}
 			if err := enc.Encode(s); err != nil {
 				return fmt.Errorf("bench: allreduce worker: %w", err)
 			}

@@ -59,6 +59,15 @@
 // (reduce-scatter then all-gather, pipelined over chunks) for large tensors
 // and recursive doubling for small ones.
 //
+// When every rank runs on one host, DialTCP moves the world communicator's
+// collectives through shared memory instead: each rank maps a file of
+// /dev/shm (mode 0600, a random name exchanged only over the authenticated
+// connections, unlinked once every rank has mapped it), reduces its chunk
+// reading its peers' contributions straight from their buffers, then copies
+// the others' reduced chunks. Point-to-point messages, groups and failure
+// detection stay on TCP. FLOCK_SHM=0 or TCPConfig.NoSharedMemory keeps
+// everything on TCP.
+//
 // Init builds a Comm from an [Env] — the rank, world size and master address
 // that torchrun, SLURM, OpenMPI or `flock run` put in the environment (see
 // EnvFromOS): rank 0 serves a rendezvous key-value store at the master

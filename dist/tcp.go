@@ -31,6 +31,9 @@ type TCPConfig struct {
 	// Logger receives connection events and the reasons connections are
 	// refused or dropped; nil discards them.
 	Logger *slog.Logger
+	// NoSharedMemory keeps the collectives on TCP even when every rank
+	// runs on this host; so does FLOCK_SHM=0 in the environment.
+	NoSharedMemory bool
 }
 
 // tcpSocketBuffer is the kernel send and receive buffer size asked for on
@@ -54,6 +57,16 @@ const tcpSocketBuffer = 4 << 20
 // beyond the largest power of two into a partner first. Broadcast is a
 // pipelined chain from the root; Barrier is a dissemination barrier.
 // Float32, float64, int32 and int64 tensors are supported.
+//
+// When every rank runs under the same kernel and can map files in
+// /dev/shm, the world communicator's collectives go through shared memory
+// instead (see shm.go and shm_ops.go): each rank reduces its share of the
+// data reading its peers' contributions from buffers they share, then
+// copies the others' reduced shares. The ranks agree on this while
+// connecting, over the authenticated connections; point-to-point messages,
+// groups made by NewGroup and failure detection stay on TCP.
+// cfg.NoSharedMemory or FLOCK_SHM=0 keeps everything on TCP. The returned
+// Comm's method Transport() string says which ("shm" or "tcp").
 func DialTCP(ctx context.Context, cfg TCPConfig) (Comm, error) {
 	if cfg.Size < 1 || cfg.Rank < 0 || cfg.Rank >= cfg.Size {
 		return nil, fmt.Errorf("dist: tcp: rank %d of %d out of range", cfg.Rank, cfg.Size)
@@ -104,6 +117,11 @@ func DialTCP(ctx context.Context, cfg TCPConfig) (Comm, error) {
 		closeAll()
 		return nil, fmt.Errorf("dist: tcp: rank %d: connect: %w", cfg.Rank, err)
 	}
+	shm, err := shmConnect(ctx, cfg, conns, log)
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("dist: tcp: rank %d: connect: %w", cfg.Rank, err)
+	}
 	w := &tcpWorld{
 		rank:    cfg.Rank,
 		size:    cfg.Size,
@@ -111,6 +129,7 @@ func DialTCP(ctx context.Context, cfg TCPConfig) (Comm, error) {
 		log:     log,
 		dead:    make(chan struct{}),
 		peers:   make([]*tcpPeer, cfg.Size),
+		shm:     shm,
 	}
 	for r, c := range conns {
 		if c == nil {
@@ -300,6 +319,7 @@ type tcpWorld struct {
 	timeout    time.Duration
 	log        *slog.Logger
 	peers      []*tcpPeer // by world rank; nil for this rank
+	shm        *shmWorld  // nil when the collectives run over TCP
 
 	failOnce sync.Once
 	dead     chan struct{} // closed on failure or Close
@@ -326,6 +346,9 @@ func (w *tcpWorld) fail(rank int, err error) {
 			}
 		}
 		close(w.dead)
+		if w.shm != nil {
+			w.shm.wakeAll()
+		}
 		if rank >= 0 {
 			w.log.Warn("dist: tcp: communicator failed", "peer", rank, "err", err)
 		}

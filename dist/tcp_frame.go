@@ -152,10 +152,12 @@ func tcpDTypeOK(d backend.DType) bool {
 //	s → c  "FLOK"
 //
 // Both MACs cover both fresh nonces and both ranks, so no message can be
-// replayed into another connection or reflected back.
+// replayed into another connection or reflected back. Once the whole mesh
+// is up, every connection carries the shared-memory setup exchange
+// (shm.go) before its first frame.
 const (
 	tcpHandshakeMagic = "FLKH"
-	tcpVersion        = 1
+	tcpVersion        = 2
 	tcpHelloSize      = 48
 	tcpReplySize      = 72
 	tcpProofSize      = 32

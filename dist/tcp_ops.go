@@ -56,6 +56,8 @@ type tcpComm struct {
 	small   []uint64 // tcpSmallBytes
 	free    []*tcpSend
 	fifo    []*tcpSend
+
+	shm *shmComm // the world's collectives over shared memory, or nil
 }
 
 var _ Comm = (*tcpComm)(nil)
@@ -76,10 +78,23 @@ func newTCPComm(w *tcpWorld, id uint32, ranks []int, rank int) *tcpComm {
 	c.timer = time.NewTimer(time.Hour)
 	c.timer.Stop()
 	c.op.c = c
+	if id == 0 && w.shm != nil {
+		c.shm = newSHMComm(w.shm)
+	}
 	return c
 }
 
 func (c *tcpComm) Rank() int { return c.rank }
+
+// Transport names how the communicator's collectives move data: "shm"
+// through memory shared by the ranks, or "tcp".
+func (c *tcpComm) Transport() string {
+	if c.shm != nil {
+		return "shm"
+	}
+	return "tcp"
+}
+
 func (c *tcpComm) Size() int { return len(c.ranks) }
 
 // tcpOp carries what one operation waits under: its name for errors, its
@@ -294,6 +309,9 @@ func (c *tcpComm) AllReduce(ctx context.Context, t *tensor.Tensor, op ReduceOp) 
 	n := len(c.ranks)
 	if n == 1 {
 		return nil
+	}
+	if c.shm != nil {
+		return c.shmAllReduce(data, op)
 	}
 	if len(data) <= tcpSmallBytes {
 		return c.recursiveDoubling(data, op)
@@ -566,6 +584,9 @@ func (c *tcpComm) ReduceScatter(ctx context.Context, dst, src *tensor.Tensor, op
 		copy(out, in)
 		return nil
 	}
+	if c.shm != nil {
+		return c.shmReduceScatter(out, in, op)
+	}
 	esz := backend.DType(dt).Size()
 	g := tcpRing{n: n, r: c.rank, total: int(count), esz: esz, seg: tcpSegment / esz}
 	if err := c.ringReduceScatter(&g, in, out, false, op); err != nil {
@@ -597,6 +618,9 @@ func (c *tcpComm) AllGather(ctx context.Context, dst, src *tensor.Tensor) error 
 	if n == 1 {
 		return nil
 	}
+	if c.shm != nil {
+		return c.shmAllGather(out, in)
+	}
 	esz := backend.DType(dt).Size()
 	g := tcpRing{n: n, r: c.rank, total: int(count), esz: esz, seg: tcpSegment / esz}
 	return c.ringAllGather(&g, out)
@@ -619,6 +643,9 @@ func (c *tcpComm) Broadcast(ctx context.Context, t *tensor.Tensor, root int) err
 	defer c.end()
 	if n == 1 {
 		return nil
+	}
+	if c.shm != nil {
+		return c.shmBroadcast(data, root)
 	}
 	v := (c.rank - root + n) % n
 	next, prev := (c.rank+1)%n, (c.rank-1+n)%n
@@ -673,6 +700,9 @@ func (c *tcpComm) Barrier(ctx context.Context) error {
 	}
 	defer c.end()
 	n := len(c.ranks)
+	if c.shm != nil && n > 1 {
+		return c.shmBarrier()
+	}
 	slot := &c.slots[0]
 	for k := 1; k < n; k <<= 1 {
 		to, from := (c.rank+k)%n, (c.rank-k+n)%n
@@ -898,6 +928,9 @@ func (c *tcpComm) Close() error {
 		c.closed.Store(true)
 		c.w.fail(-1, ErrClosed)
 		c.w.io.Wait()
+		if c.w.shm != nil {
+			c.w.shm.close()
+		}
 	})
 	return nil
 }
@@ -925,21 +958,7 @@ func tcpReduce(dt uint8, op ReduceOp, out, a, b []byte) {
 }
 
 func tcpReduceT[T float32 | float64 | int32 | int64](op ReduceOp, out, a, b []T) {
-	a, b = a[:len(out)], b[:len(out)]
-	switch op {
-	case Sum, Avg:
-		for i := range out {
-			out[i] = a[i] + b[i]
-		}
-	case Max:
-		for i := range out {
-			out[i] = max(a[i], b[i])
-		}
-	case Min:
-		for i := range out {
-			out[i] = min(a[i], b[i])
-		}
-	}
+	reduce2(op, out, a, b)
 }
 
 // tcpScale divides the float elements of b by n.

@@ -37,8 +37,16 @@ func tcpListeners(t testing.TB, n int) ([]net.Listener, []string) {
 	return lns, addrs
 }
 
-// tcpWorld connects n ranks running as goroutines of this process.
+// tcpWorld connects n ranks running as goroutines of this process, with
+// their collectives on TCP.
 func tcpWorld(t testing.TB, n int, timeout time.Duration, tokens ...[]byte) ([]dist.Comm, []error) {
+	t.Helper()
+	return dialWorld(t, n, timeout, false, tokens...)
+}
+
+// dialWorld connects n ranks running as goroutines of this process; with
+// shm their collectives may go through shared memory.
+func dialWorld(t testing.TB, n int, timeout time.Duration, shm bool, tokens ...[]byte) ([]dist.Comm, []error) {
 	t.Helper()
 	lns, addrs := tcpListeners(t, n)
 	comms := make([]dist.Comm, n)
@@ -54,6 +62,7 @@ func tcpWorld(t testing.TB, n int, timeout time.Duration, tokens ...[]byte) ([]d
 		wg.Go(func() {
 			comms[r], errs[r] = dist.DialTCP(ctx, dist.TCPConfig{
 				Rank: r, Size: n, Addrs: addrs, Listener: lns[r], Token: tok, Timeout: timeout,
+				NoSharedMemory: !shm,
 			})
 		})
 	}
@@ -73,6 +82,9 @@ func tcpFactory(t *testing.T, n int) []dist.Comm {
 	for r, err := range errs {
 		if err != nil {
 			t.Fatalf("rank %d: %v", r, err)
+		}
+		if dist.SHMActive(comms[r]) {
+			t.Fatalf("rank %d: collectives on shared memory with NoSharedMemory set", r)
 		}
 	}
 	return comms
@@ -339,7 +351,7 @@ func TestTCPKilledProcess(t *testing.T) {
 	defer cmd.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := dist.DialTCP(ctx, dist.TCPConfig{Rank: 0, Size: 2, Addrs: addrs, Listener: lns[0], Token: tcpTestToken, Timeout: 5 * time.Second})
+	c, err := dist.DialTCP(ctx, dist.TCPConfig{Rank: 0, Size: 2, Addrs: addrs, Listener: lns[0], Token: tcpTestToken, Timeout: 5 * time.Second, NoSharedMemory: true})
 	if err != nil {
 		cmd.Process.Kill()
 		t.Fatal(err)
@@ -377,7 +389,7 @@ func tcpChild() {
 	if err != nil {
 		os.Exit(3)
 	}
-	c, err := dist.DialTCP(context.Background(), dist.TCPConfig{Rank: 1, Size: 2, Addrs: addrs, Listener: ln, Token: tcpTestToken, Timeout: 5 * time.Second})
+	c, err := dist.DialTCP(context.Background(), dist.TCPConfig{Rank: 1, Size: 2, Addrs: addrs, Listener: ln, Token: tcpTestToken, Timeout: 5 * time.Second, NoSharedMemory: true})
 	if err != nil {
 		os.Exit(4)
 	}
