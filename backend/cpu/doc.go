@@ -1,5 +1,12 @@
-// Package cpu is flock's reference backend: kernels in pure Go on host
-// memory, parallel over GOMAXPROCS goroutines for large work.
+// Package cpu is flock's reference backend: kernels in Go on host memory,
+// parallel over GOMAXPROCS goroutines for large work.
+//
+// Float32 matrix products (MatMul and the products inside the convolutions)
+// run on register-blocked SGEMM micro-kernels in Go assembly — 14×32 for
+// AVX-512, 6×16 for AVX2+FMA — over packed panels, chosen at run time from
+// the CPU's features; the pure-Go kernels remain for other CPUs and as the
+// reference in tests. FLOCK_CPU_KERNELS=avx512|avx2|go|auto forces a path.
+// BLAS32 offers the same SGEMM through gonum's blas.Float32 interface.
 //
 // Importing the package registers it as "cpu" (the tensor package does so,
 // making it the default device). Memory comes from a pool of size classes, so

@@ -43,6 +43,9 @@ func gemm[T float32 | float64](transA, transB bool, m, n, k int, alpha T, a []T,
 	if m == 0 || n == 0 {
 		return
 	}
+	if gemmFast(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
+		return
+	}
 	if alpha == 0 || k == 0 {
 		scaleMatrix(m, n, beta, c, ldc)
 		return
@@ -330,6 +333,9 @@ func matMul[T float32 | float64](g matMulShape, dst, a, b []T, alpha, beta T) {
 		nb *= d
 	}
 	if nb == 0 || g.m == 0 || g.n == 0 {
+		return
+	}
+	if matMulFast(g, dst, a, b, alpha, beta) {
 		return
 	}
 	workers := runtime.GOMAXPROCS(0)
