@@ -47,6 +47,21 @@ func (m *Images) Image(i int) []uint8 {
 	return m.Pixels[i*sz : (i+1)*sz : (i+1)*sz]
 }
 
+// Head returns the first n images of m (all of them when n ≥ m.N), sharing
+// storage with m.
+func (m *Images) Head(n int) *Images {
+	if n < 0 {
+		panic(fmt.Sprintf("dataset: Head(%d): want n ≥ 0", n))
+	}
+	n = min(n, m.N)
+	sz := m.H * m.W * m.C
+	h := *m
+	h.N = n
+	h.Pixels = m.Pixels[: n*sz : n*sz]
+	h.Labels = m.Labels[:n:n]
+	return &h
+}
+
 // NewImagesFromIDX builds single-channel Images from an IDX array of uint8
 // images [N, H, W] and an IDX array of uint8 labels [N], each label below
 // len(classes).

@@ -52,6 +52,9 @@ type Config struct {
 	LogEvery int `json:"log_every"`
 	// EvalBatchSize is the batch size of evaluation (0: 1000).
 	EvalBatchSize int `json:"eval_batch_size,omitempty"`
+	// TrainImages trains on the first TrainImages images of the training
+	// set only (0: all of them), for short experiments with large models.
+	TrainImages int `json:"train_images,omitempty"`
 }
 
 // DefaultConfig returns the settings of `flock train` without flags: the
@@ -117,6 +120,8 @@ func (c Config) Validate() error {
 		return bad("log every %d steps: want ≥ 0", c.LogEvery)
 	case c.EvalBatchSize < 0:
 		return bad("eval batch size %d: want ≥ 0", c.EvalBatchSize)
+	case c.TrainImages < 0:
+		return bad("train images %d: want ≥ 0 (0: all)", c.TrainImages)
 	}
 	return nil
 }

@@ -76,6 +76,9 @@ func New(cfg Config, trainSet, testSet *dataset.Images, opts Options) (*Trainer,
 		return nil, fmt.Errorf("train: test images %d×%d×%d in %d classes differ from training images %d×%d×%d in %d classes",
 			testSet.C, testSet.H, testSet.W, len(testSet.Classes), trainSet.C, trainSet.H, trainSet.W, len(trainSet.Classes))
 	}
+	if cfg.TrainImages > 0 && cfg.TrainImages < trainSet.N {
+		trainSet = trainSet.Head(cfg.TrainImages)
+	}
 	data, err := dataset.NewLoader(trainSet, dataset.LoaderOptions{
 		BatchSize: cfg.BatchSize, Shuffle: true, Seed: cfg.Seed, Rank: opts.Rank, World: opts.World,
 	})

@@ -614,6 +614,7 @@ func TestConfigValidate(t *testing.T) {
 		{"smoothing", func(c *train.Config) { c.LabelSmoothing = 1 }, "label smoothing 1"},
 		{"eval", func(c *train.Config) { c.EvalEvery = -2 }, "eval every -2"},
 		{"log", func(c *train.Config) { c.LogEvery = -1 }, "log every -1"},
+		{"train images", func(c *train.Config) { c.TrainImages = -5 }, "train images -5"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -624,5 +625,23 @@ func TestConfigValidate(t *testing.T) {
 				t.Errorf("Validate() = %v, want an error mentioning %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestTrainImages checks that a run restricted to the first images of the
+// training set has the steps of that many images.
+func TestTrainImages(t *testing.T) {
+	trainSet, testSet := synthetic(96, 3, 1), synthetic(40, 3, 2)
+	for _, c := range []struct{ images, steps int }{{0, 6}, {48, 3}, {200, 6}} {
+		cfg := tinyConfig()
+		cfg.TrainImages = c.images
+		tr, err := train.New(cfg, trainSet, testSet, train.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tr.StepsPerEpoch(); got != c.steps {
+			t.Errorf("TrainImages %d: %d steps per epoch, want %d", c.images, got, c.steps)
+		}
+		tr.Close()
 	}
 }

@@ -63,6 +63,7 @@ func trainFlags(cfg *train.Config, o *trainOptions) *flag.FlagSet {
 	fs.StringVar(&o.testData, "test-data", o.testData, "`PATH` of a .beton file of test images, with --data TRAIN.beton (default: no test set)")
 	fs.BoolVar(&o.download, "download", o.download, "download Fashion-MNIST when it is not found")
 	fs.IntVar(&o.threads, "threads", o.threads, fmt.Sprintf("worker threads, GOMAXPROCS (0: all %d cores)", runtime.NumCPU()))
+	fs.IntVar(&cfg.TrainImages, "train-images", cfg.TrainImages, "train on the first `N` training images only (0: all)")
 	fs.IntVar(&o.workers, "workers", o.workers, "data-parallel workers in this process, `K` goroutines each taking --batch-size images per step (a step sees K × batch-size)")
 	return fs
 }
