@@ -47,7 +47,7 @@ func modelFlags(o *modelOptions) *flag.FlagSet {
 	fs.IntVar(&o.classes, "classes", 10, "output classes")
 	fs.IntVar(&o.warmup, "warmup", 2, "untimed steps in each run")
 	fs.IntVar(&o.steps, "steps", 5, "timed steps in each run (a run's figures are their medians)")
-	fs.IntVar(&o.pairs, "pairs", 3, "measured rounds, after one warm-up round; each round runs flock (and the peer) once per model")
+	fs.IntVar(&o.pairs, "pairs", 3, "measured rounds (≥ 1), after one warm-up round; each round runs flock (and the peer) once per model")
 	fs.StringVar(&o.peer, "peer", "", "also measure `PEER`, alternating with flock: torch (PyTorch eager)")
 	fs.StringVar(&o.python, "python", bench.DefaultPython, "Python interpreter with PyTorch and torchvision, for --peer torch")
 	fs.StringVar(&o.script, "peer-script", filepath.Join("bench", "peers", "torch_model.py"), "the PyTorch peer's script")
@@ -99,8 +99,8 @@ func runBenchModel(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return usageErr("unexpected argument %q", fs.Arg(0))
 	}
-	if o.batch < 1 || o.image < 1 || o.channels < 1 || o.classes < 1 || o.warmup < 0 || o.steps < 1 || o.pairs < 0 {
-		return usageErr("batch %d, image %d, channels %d, classes %d, warmup %d, steps %d, pairs %d: want warmup, pairs ≥ 0 and the rest ≥ 1",
+	if o.batch < 1 || o.image < 1 || o.channels < 1 || o.classes < 1 || o.warmup < 0 || o.steps < 1 || o.pairs < 1 {
+		return usageErr("batch %d, image %d, channels %d, classes %d, warmup %d, steps %d, pairs %d: want warmup ≥ 0 and the rest ≥ 1",
 			o.batch, o.image, o.channels, o.classes, o.warmup, o.steps, o.pairs)
 	}
 	if o.peer != "" && o.peer != "torch" {
