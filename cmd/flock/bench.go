@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -74,9 +73,38 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	return exitUsage
 }
 
-func benchUsageError(stderr io.Writer, format string, a ...any) int {
-	fmt.Fprintf(stderr, "flock bench allreduce: "+format+"; run 'flock bench allreduce --help' for usage\n", a...)
+// benchUsage prints a usage error of flock bench name and returns exitUsage.
+func benchUsage(stderr io.Writer, name, format string, a ...any) int {
+	fmt.Fprintf(stderr, "flock bench "+name+": "+format+"; run 'flock bench "+name+" --help' for usage\n", a...)
 	return exitUsage
+}
+
+// parseBenchFlags parses the flags of flock bench name into fs: --help
+// prints help on stdout, and a bad flag or a stray argument is a usage
+// error. done reports that the command ends here with status code.
+func parseBenchFlags(name string, fs *flag.FlagSet, args []string, help func(io.Writer), stdout, stderr io.Writer) (code int, done bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			help(stdout)
+			return exitOK, true
+		}
+		return benchUsage(stderr, name, "%v", err), true
+	}
+	if fs.NArg() > 0 {
+		return benchUsage(stderr, name, "unexpected argument %q", fs.Arg(0)), true
+	}
+	return 0, false
+}
+
+// positiveInts parses a comma-separated list of integers ≥ 1.
+func positiveInts(s, what string) ([]int, error) {
+	return parseList(s, what, func(s string) (int, error) {
+		n, err := strconv.Atoi(s)
+		if err == nil && n < 1 {
+			err = errors.New("want ≥ 1")
+		}
+		return n, err
+	})
 }
 
 type allReduceOptions struct {
@@ -144,25 +172,12 @@ func parseList[T any](s, what string, parse func(string) (T, error)) ([]T, error
 func runBenchAllReduce(args []string, stdout, stderr io.Writer) int {
 	var o allReduceOptions
 	fs := allReduceFlags(&o)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			benchAllReduceHelp(stdout)
-			return exitOK
-		}
-		return benchUsageError(stderr, "%v", err)
+	if code, done := parseBenchFlags("allreduce", fs, args, benchAllReduceHelp, stdout, stderr); done {
+		return code
 	}
-	if fs.NArg() > 0 {
-		return benchUsageError(stderr, "unexpected argument %q", fs.Arg(0))
-	}
-	nprocs, err := parseList(o.nproc, "nproc", func(s string) (int, error) {
-		n, err := strconv.Atoi(s)
-		if err == nil && n < 1 {
-			err = errors.New("want ≥ 1")
-		}
-		return n, err
-	})
+	nprocs, err := positiveInts(o.nproc, "nproc")
 	if err != nil {
-		return benchUsageError(stderr, "%v", err)
+		return benchUsage(stderr, "allreduce", "%v", err)
 	}
 	sizes, err := parseList(o.sizes, "size", func(s string) (int64, error) {
 		b, err := bench.ParseSize(s)
@@ -172,13 +187,13 @@ func runBenchAllReduce(args []string, stdout, stderr io.Writer) int {
 		return b, err
 	})
 	if err != nil {
-		return benchUsageError(stderr, "%v", err)
+		return benchUsage(stderr, "allreduce", "%v", err)
 	}
 	if o.peer != "" && o.peer != bench.ImplGloo {
-		return benchUsageError(stderr, "unknown peer %q (peers: gloo)", o.peer)
+		return benchUsage(stderr, "allreduce", "unknown peer %q (peers: gloo)", o.peer)
 	}
 	if o.pairs < 0 || o.warmup < 0 || o.iters < 1 {
-		return benchUsageError(stderr, "pairs %d, warmup %d, iters %d: want pairs, warmup ≥ 0 and iters ≥ 1", o.pairs, o.warmup, o.iters)
+		return benchUsage(stderr, "allreduce", "pairs %d, warmup %d, iters %d: want pairs, warmup ≥ 0 and iters ≥ 1", o.pairs, o.warmup, o.iters)
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -200,7 +215,7 @@ func runBenchAllReduce(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	start := time.Now().UTC()
-	machine := machineRecord(args, start, cfg)
+	machine := allReduceMachine(args, start, cfg)
 	enc := json.NewEncoder(stdout)
 	if o.json {
 		_ = enc.Encode(machine)
@@ -246,26 +261,13 @@ func runBenchAllReduce(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func machineRecord(args []string, start time.Time, cfg bench.AllReduceConfig) map[string]any {
-	rec := map[string]any{
-		"record":     "machine",
-		"command":    strings.Join(append([]string{"flock", "bench", "allreduce"}, args...), " "),
-		"start":      start.Format(time.RFC3339),
-		"nproc":      runtime.NumCPU(),
-		"gomaxprocs": runtime.GOMAXPROCS(0),
-		"go":         runtime.Version(),
-		"goarch":     runtime.GOARCH,
-		"cpu_model":  cpuModel(),
-		"loadavg":    loadAvg(),
-		"pairs":      cfg.Pairs,
-		"warmup":     cfg.Warmup,
-		"iters":      cfg.Iters,
-	}
+func allReduceMachine(args []string, start time.Time, cfg bench.AllReduceConfig) map[string]any {
+	extra := map[string]any{"pairs": cfg.Pairs, "warmup": cfg.Warmup, "iters": cfg.Iters}
 	if cfg.Peer != "" {
-		rec["peer"] = cfg.Peer
-		rec["peer_command"] = strings.Join(cfg.PeerCommand, " ")
+		extra["peer"] = cfg.Peer
+		extra["peer_command"] = strings.Join(cfg.PeerCommand, " ")
 	}
-	return rec
+	return machineRecord("allreduce", args, start, extra)
 }
 
 // loadAvg is the first three fields of /proc/loadavg: the machine's load
@@ -305,46 +307,31 @@ func summaryRecord(s bench.AllReduceSummary, peer string) map[string]any {
 }
 
 func writeAllReduceResults(dir string, machine map[string]any, ms []bench.AllReduceMeasurement, sums []bench.AllReduceSummary, peer string, cfg bench.AllReduceConfig, start time.Time) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	base := filepath.Join(dir, "allreduce_"+start.Format("2006-01-02"))
-	jf, err := os.Create(base + ".jsonl")
-	if err != nil {
-		return err
-	}
-	enc := json.NewEncoder(jf)
-	_ = enc.Encode(machine)
-	for _, m := range ms {
-		_ = enc.Encode(m)
-	}
+	recs := add(records{machine}, ms)
 	for _, s := range sums {
-		_ = enc.Encode(summaryRecord(s, peer))
+		recs = append(recs, summaryRecord(s, peer))
 	}
-	if err := jf.Close(); err != nil {
-		return err
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "# All-reduce bus bandwidth (%s)\n\nMade by (from the repository root, with the flock binary built by `go build -o /tmp/flock ./cmd/flock`):\n\n```\n%s\n```\n\n",
-		start.Format("2006-01-02"), machine["command"])
-	fmt.Fprintf(&b, "Sum of float32 tensors over processes of one machine on loopback. Each run starts the processes afresh; for each size they do %d untimed all-reduces, then %d timed ones, each after a barrier, and a run's figure is the median time T on rank 0. Bus bandwidth = 2(n−1)/n · S/T in GB/s (10⁹ B/s). ", cfg.Warmup, cfg.Iters)
-	if peer != "" {
-		fmt.Fprintf(&b, "Each round runs flock and then %s (bench/peers/gloo_allreduce.py, torch.distributed gloo backend, `GLOO_SOCKET_IFNAME=lo`) for each world size; %d rounds after one warm-up round; figures are the median (min–max) over the rounds, and the ratio is flock/%s computed round by round.\n\n", peer, cfg.Pairs, peer)
-	} else {
-		fmt.Fprintf(&b, "%d rounds after one warm-up round; figures are the median (min–max) over the rounds.\n\n", cfg.Pairs)
-	}
-	if err := bench.WriteAllReduceTable(&b, sums, peer); err != nil {
-		return err
-	}
-	fmt.Fprintf(&b, "\n## Setup\n\n- Machine: %d CPUs, %s; %s, GOMAXPROCS %d per process; load average %s at the start (other processes share these cores).\n", machine["nproc"], machine["cpu_model"], machine["go"], machine["gomaxprocs"], machine["loadavg"])
-	for _, m := range ms {
-		if m.Impl == peer {
-			fmt.Fprintf(&b, "- %s: PyTorch %s (`%s`).\n", peer, m.Version, machine["peer_command"])
-			break
+	return writeResults(dir, "allreduce", start, recs, func(b *strings.Builder, jsonl string) error {
+		reportHeader(b, "All-reduce bus bandwidth", start, machine["command"])
+		fmt.Fprintf(b, "Sum of float32 tensors over processes of one machine on loopback. Each run starts the processes afresh; for each size they do %d untimed all-reduces, then %d timed ones, each after a barrier, and a run's figure is the median time T on rank 0. Bus bandwidth = 2(n−1)/n · S/T in GB/s (10⁹ B/s). ", cfg.Warmup, cfg.Iters)
+		if peer != "" {
+			fmt.Fprintf(b, "Each round runs flock and then %s (bench/peers/gloo_allreduce.py, torch.distributed gloo backend, `GLOO_SOCKET_IFNAME=lo`) for each world size; %d rounds after one warm-up round; figures are the median (min–max) over the rounds, and the ratio is flock/%s computed round by round.\n\n", peer, cfg.Pairs, peer)
+		} else {
+			fmt.Fprintf(b, "%d rounds after one warm-up round; figures are the median (min–max) over the rounds.\n\n", cfg.Pairs)
 		}
-	}
-	fmt.Fprintf(&b, "- Records: `%s`.\n", filepath.Base(base)+".jsonl")
-	return os.WriteFile(base+".md", []byte(b.String()), 0o644)
+		if err := bench.WriteAllReduceTable(b, sums, peer); err != nil {
+			return err
+		}
+		reportMachine(b, machine)
+		for _, m := range ms {
+			if m.Impl == peer {
+				fmt.Fprintf(b, "- %s: PyTorch %s (`%s`).\n", peer, m.Version, machine["peer_command"])
+				break
+			}
+		}
+		fmt.Fprintf(b, "- Records: `%s`.\n", jsonl)
+		return nil
+	})
 }
 
 // runBenchWorker is one rank of flock bench allreduce: it joins the job

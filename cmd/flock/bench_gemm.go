@@ -3,14 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -75,39 +73,22 @@ Flags:
 func runBenchGemm(args []string, stdout, stderr io.Writer) int {
 	var o gemmOptions
 	fs := gemmFlags(&o)
-	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "flock bench gemm: "+format+"; run 'flock bench gemm --help' for usage\n", a...)
-		return exitUsage
+	if code, done := parseBenchFlags("gemm", fs, args, benchGemmHelp, stdout, stderr); done {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			benchGemmHelp(stdout)
-			return exitOK
-		}
-		return usageErr("%v", err)
-	}
-	if fs.NArg() > 0 {
-		return usageErr("unexpected argument %q", fs.Arg(0))
-	}
-	threads, err := parseList(o.threads, "threads", func(s string) (int, error) {
-		n, err := strconv.Atoi(s)
-		if err == nil && n < 1 {
-			err = errors.New("want ≥ 1")
-		}
-		return n, err
-	})
+	threads, err := positiveInts(o.threads, "threads")
 	if err != nil {
-		return usageErr("%v", err)
+		return benchUsage(stderr, "gemm", "%v", err)
 	}
 	sizes, err := parseList(o.sizes, "size", bench.ParseGemmSize)
 	if err != nil {
-		return usageErr("%v", err)
+		return benchUsage(stderr, "gemm", "%v", err)
 	}
 	if o.rounds < 0 || o.minTime < 0 {
-		return usageErr("rounds %d, min-time %v: want both ≥ 0", o.rounds, o.minTime)
+		return benchUsage(stderr, "gemm", "rounds %d, min-time %v: want both ≥ 0", o.rounds, o.minTime)
 	}
 	if o.peer != "" && o.peer != bench.ImplNumpy {
-		return usageErr("unknown peer %q (peers: numpy)", o.peer)
+		return benchUsage(stderr, "gemm", "unknown peer %q (peers: numpy)", o.peer)
 	}
 	cfg := bench.GemmConfig{Sizes: sizes, Threads: threads, Rounds: o.rounds, MinTime: o.minTime,
 		Peer: o.peer, Timeout: o.timeout, Stderr: stderr}
@@ -133,13 +114,10 @@ func runBenchGemm(args []string, stdout, stderr io.Writer) int {
 	for t, p := range peaks {
 		peakList[strconv.Itoa(t)] = p
 	}
-	machine := map[string]any{
-		"record": "machine", "command": strings.Join(append([]string{"flock", "bench", "gemm"}, args...), " "),
-		"start": start.Format(time.RFC3339), "nproc": runtime.NumCPU(), "gomaxprocs": runtime.GOMAXPROCS(0),
-		"go": runtime.Version(), "goarch": runtime.GOARCH, "cpu_model": cpuModel(), "loadavg": loadAvg(),
+	machine := machineRecord("gemm", args, start, map[string]any{
 		"kernel": cpu.KernelPath(), "peak_gflops_by_threads": peakList, "rounds": o.rounds,
 		"min_time_s": o.minTime.Seconds(),
-	}
+	})
 	if o.peer != "" {
 		machine["peer"] = o.peer
 		machine["peer_command"] = strings.Join(cfg.PeerCommand, " ")
@@ -218,47 +196,31 @@ func gemmSummaryRecord(s bench.GemmSummary, peer string) map[string]any {
 }
 
 func writeGemmResults(dir string, machine map[string]any, ms []bench.GemmMeasurement, sums []bench.GemmSummary, peer string, threads []int, peaks map[int]float64, start time.Time) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	base := filepath.Join(dir, "gemm_"+start.Format("2006-01-02"))
-	jf, err := os.Create(base + ".jsonl")
-	if err != nil {
-		return err
-	}
-	enc := json.NewEncoder(jf)
-	_ = enc.Encode(machine)
-	for _, m := range ms {
-		_ = enc.Encode(m)
-	}
+	recs := add(records{machine}, ms)
 	for _, s := range sums {
-		_ = enc.Encode(gemmSummaryRecord(s, peer))
+		recs = append(recs, gemmSummaryRecord(s, peer))
 	}
-	if err := jf.Close(); err != nil {
-		return err
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "# SGEMM GFLOP/s (%s)\n\nMade by (from the repository root, with the flock binary built by `go build -o /tmp/flock ./cmd/flock`):\n\n```\n%s\n```\n\n",
-		start.Format("2006-01-02"), machine["command"])
-	fmt.Fprintf(&b, "C = A·B in float32, row-major, A M×K and B K×N. A run makes one untimed product, then times products one by one for at least %v (at least 3); its figure is the median time, as GFLOP/s = 2·M·N·K / time. ", machine["min_time_s"])
-	if peer != "" {
-		fmt.Fprintf(&b, "Each round runs flock and then %s (bench/peers/numpy_gemm.py) for every thread count; %v rounds after one warm-up round; figures are the median (min–max) over the rounds, and the ratio is flock/%s computed round by round. ", peer, machine["rounds"], peer)
-	} else {
-		fmt.Fprintf(&b, "%v rounds after one warm-up round; figures are the median (min–max) over the rounds. ", machine["rounds"])
-	}
-	fmt.Fprintf(&b, "\"Of peak\" divides by the GFLOP/s that as many threads reach running independent FMAs: %s.\n\n", formatPeaks(threads, peaks))
-	if err := bench.WriteGemmTable(&b, sums, peer); err != nil {
-		return err
-	}
-	fmt.Fprintf(&b, "\n## Setup\n\n- Machine: %d CPUs, %s; %s, GOMAXPROCS %d; load average %s at the start (other processes share these cores).\n",
-		machine["nproc"], machine["cpu_model"], machine["go"], machine["gomaxprocs"], machine["loadavg"])
-	fmt.Fprintf(&b, "- flock: cpu.BLAS32, kernel path %s.\n", machine["kernel"])
-	for _, m := range ms {
-		if m.Impl == peer {
-			fmt.Fprintf(&b, "- %s: %s, core %s (`%s`, OPENBLAS_NUM_THREADS = threads, OPENBLAS_CORETYPE unset).\n", peer, m.Version, m.Kernel, machine["peer_command"])
-			break
+	return writeResults(dir, "gemm", start, recs, func(b *strings.Builder, jsonl string) error {
+		reportHeader(b, "SGEMM GFLOP/s", start, machine["command"])
+		fmt.Fprintf(b, "C = A·B in float32, row-major, A M×K and B K×N. A run makes one untimed product, then times products one by one for at least %v (at least 3); its figure is the median time, as GFLOP/s = 2·M·N·K / time. ", machine["min_time_s"])
+		if peer != "" {
+			fmt.Fprintf(b, "Each round runs flock and then %s (bench/peers/numpy_gemm.py) for every thread count; %v rounds after one warm-up round; figures are the median (min–max) over the rounds, and the ratio is flock/%s computed round by round. ", peer, machine["rounds"], peer)
+		} else {
+			fmt.Fprintf(b, "%v rounds after one warm-up round; figures are the median (min–max) over the rounds. ", machine["rounds"])
 		}
-	}
-	fmt.Fprintf(&b, "- Records: `%s`.\n", filepath.Base(base)+".jsonl")
-	return os.WriteFile(base+".md", []byte(b.String()), 0o644)
+		fmt.Fprintf(b, "\"Of peak\" divides by the GFLOP/s that as many threads reach running independent FMAs: %s.\n\n", formatPeaks(threads, peaks))
+		if err := bench.WriteGemmTable(b, sums, peer); err != nil {
+			return err
+		}
+		reportMachine(b, machine)
+		fmt.Fprintf(b, "- flock: cpu.BLAS32, kernel path %s.\n", machine["kernel"])
+		for _, m := range ms {
+			if m.Impl == peer {
+				fmt.Fprintf(b, "- %s: %s, core %s (`%s`, OPENBLAS_NUM_THREADS = threads, OPENBLAS_CORETYPE unset).\n", peer, m.Version, m.Kernel, machine["peer_command"])
+				break
+			}
+		}
+		fmt.Fprintf(b, "- Records: `%s`.\n", jsonl)
+		return nil
+	})
 }

@@ -3,14 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -93,51 +91,33 @@ Flags:
 	fs.PrintDefaults()
 }
 
-func loaderUsage(stderr io.Writer, format string, a ...any) int {
-	fmt.Fprintf(stderr, "flock bench loader: "+format+"; run 'flock bench loader --help' for usage\n", a...)
-	return exitUsage
-}
-
 func runBenchLoader(args []string, stdout, stderr io.Writer) int {
 	var o loaderOptions
 	fs := loaderFlags(&o)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			benchLoaderHelp(stdout)
-			return exitOK
-		}
-		return loaderUsage(stderr, "%v", err)
+	if code, done := parseBenchFlags("loader", fs, args, benchLoaderHelp, stdout, stderr); done {
+		return code
 	}
-	if fs.NArg() > 0 {
-		return loaderUsage(stderr, "unexpected argument %q", fs.Arg(0))
-	}
-	workers, err := parseList(o.workers, "workers", func(s string) (int, error) {
-		n, err := strconv.Atoi(s)
-		if err == nil && n < 1 {
-			err = errors.New("want ≥ 1")
-		}
-		return n, err
-	})
+	workers, err := positiveInts(o.workers, "workers")
 	if err != nil {
-		return loaderUsage(stderr, "%v", err)
+		return benchUsage(stderr, "loader", "%v", err)
 	}
 	switch o.decoder {
 	case bench.DecoderRRC, bench.DecoderCenter, bench.DecoderRaw:
 	default:
-		return loaderUsage(stderr, "unknown decoder %q (want rrc, center or raw)", o.decoder)
+		return benchUsage(stderr, "loader", "unknown decoder %q (want rrc, center or raw)", o.decoder)
 	}
 	if o.peer != "" && o.peer != bench.ImplTorch {
-		return loaderUsage(stderr, "unknown peer %q (peers: torch)", o.peer)
+		return benchUsage(stderr, "loader", "unknown peer %q (peers: torch)", o.peer)
 	}
 	if o.size < 1 || o.batchSize < 1 || o.batches < 1 || o.warmup < 0 || o.pairs < 0 || o.synthetic < 0 || o.syntheticRes < 8 {
-		return loaderUsage(stderr, "size %d, batch size %d, batches %d, warm-up %d, pairs %d, synthetic %d at %d px: want positive sizes and counts (warm-up, pairs, synthetic ≥ 0, synthetic-res ≥ 8)",
+		return benchUsage(stderr, "loader", "size %d, batch size %d, batches %d, warm-up %d, pairs %d, synthetic %d at %d px: want positive sizes and counts (warm-up, pairs, synthetic ≥ 0, synthetic-res ≥ 8)",
 			o.size, o.batchSize, o.batches, o.warmup, o.pairs, o.synthetic, o.syntheticRes)
 	}
 	if (o.file == "") == (o.synthetic == 0) {
-		return loaderUsage(stderr, "give one of --file X.beton and --synthetic N")
+		return benchUsage(stderr, "loader", "give one of --file X.beton and --synthetic N")
 	}
 	if o.single && len(workers) != 1 {
-		return loaderUsage(stderr, "--single measures one worker count, not %s", o.workers)
+		return benchUsage(stderr, "loader", "--single measures one worker count, not %s", o.workers)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -198,13 +178,10 @@ func runBenchLoader(args []string, stdout, stderr io.Writer) int {
 		cmp.PeerEnv = []string{"OMP_NUM_THREADS=1"}
 	}
 	start := time.Now().UTC()
-	machine := map[string]any{
-		"record": "machine", "command": strings.Join(append([]string{"flock", "bench", "loader"}, args...), " "),
-		"start": start.Format(time.RFC3339), "nproc": runtime.NumCPU(), "gomaxprocs": runtime.GOMAXPROCS(0),
-		"go": runtime.Version(), "goarch": runtime.GOARCH, "cpu_model": cpuModel(), "loadavg": loadAvg(),
+	machine := machineRecord("loader", args, start, map[string]any{
 		"file": o.file, "decoder": o.decoder, "size": o.size, "batch_size": o.batchSize, "batches": o.batches,
 		"warmup": o.warmup, "pairs": o.pairs, "jpeg_env": os.Getenv("FLOCK_JPEG"),
-	}
+	})
 	if o.peer != "" {
 		machine["peer"], machine["peer_command"] = o.peer, strings.Join(cmp.PeerCommand, " ")
 	}
@@ -265,46 +242,30 @@ func loaderSummaryRecord(s bench.LoaderSummary, peer string) map[string]any {
 }
 
 func writeLoaderResults(dir string, machine map[string]any, rs []bench.LoaderResult, sums []bench.LoaderSummary, peer string, start time.Time) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	base := filepath.Join(dir, "loader_"+start.Format("2006-01-02"))
-	jf, err := os.Create(base + ".jsonl")
-	if err != nil {
-		return err
-	}
-	enc := json.NewEncoder(jf)
-	_ = enc.Encode(machine)
-	for _, r := range rs {
-		_ = enc.Encode(r)
-	}
+	recs := add(records{machine}, rs)
 	for _, s := range sums {
-		_ = enc.Encode(loaderSummaryRecord(s, peer))
+		recs = append(recs, loaderSummaryRecord(s, peer))
 	}
-	if err := jf.Close(); err != nil {
-		return err
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Data loader throughput (%s)\n\nMade by (from the repository root, with the flock binary built by `go build -o /tmp/flock ./cmd/flock`):\n\n```\n%s\n```\n\n",
-		start.Format("2006-01-02"), machine["command"])
-	fmt.Fprintf(&b, "File %s, pipeline %s (output %v px), batches of %v, random order; each run is one process that reads %v warm-up batches and times %v. ",
-		machine["file"], machine["decoder"], machine["size"], machine["batch_size"], machine["warmup"], machine["batches"])
-	if peer != "" {
-		fmt.Fprintf(&b, "Each round runs flock and then %s (bench/peers/torch_loader.py: DataLoader with the same number of worker processes, PIL + torchvision) for each worker count; %v rounds after one warm-up round; figures are the median (min–max) over the rounds, and the ratios are flock/%s computed round by round.\n\n", peer, machine["pairs"], peer)
-	} else {
-		fmt.Fprintf(&b, "%v rounds after one warm-up round; figures are the median (min–max) over the rounds.\n\n", machine["pairs"])
-	}
-	if err := bench.WriteLoaderTable(&b, sums, peer); err != nil {
-		return err
-	}
-	fmt.Fprintf(&b, "\n## Setup\n\n- Machine: %d CPUs, %s; %s, GOMAXPROCS %d; load average %s at the start (other processes share these cores).\n",
-		machine["nproc"], machine["cpu_model"], machine["go"], machine["gomaxprocs"], machine["loadavg"])
-	for _, r := range rs {
-		if r.Impl == peer {
-			fmt.Fprintf(&b, "- %s: %s, %s (`%s`).\n", peer, r.Version, r.Backend, machine["peer_command"])
-			break
+	return writeResults(dir, "loader", start, recs, func(b *strings.Builder, jsonl string) error {
+		reportHeader(b, "Data loader throughput", start, machine["command"])
+		fmt.Fprintf(b, "File %s, pipeline %s (output %v px), batches of %v, random order; each run is one process that reads %v warm-up batches and times %v. ",
+			machine["file"], machine["decoder"], machine["size"], machine["batch_size"], machine["warmup"], machine["batches"])
+		if peer != "" {
+			fmt.Fprintf(b, "Each round runs flock and then %s (bench/peers/torch_loader.py: DataLoader with the same number of worker processes, PIL + torchvision) for each worker count; %v rounds after one warm-up round; figures are the median (min–max) over the rounds, and the ratios are flock/%s computed round by round.\n\n", peer, machine["pairs"], peer)
+		} else {
+			fmt.Fprintf(b, "%v rounds after one warm-up round; figures are the median (min–max) over the rounds.\n\n", machine["pairs"])
 		}
-	}
-	fmt.Fprintf(&b, "- Records: `%s`.\n", filepath.Base(base)+".jsonl")
-	return os.WriteFile(base+".md", []byte(b.String()), 0o644)
+		if err := bench.WriteLoaderTable(b, sums, peer); err != nil {
+			return err
+		}
+		reportMachine(b, machine)
+		for _, r := range rs {
+			if r.Impl == peer {
+				fmt.Fprintf(b, "- %s: %s, %s (`%s`).\n", peer, r.Version, r.Backend, machine["peer_command"])
+				break
+			}
+		}
+		fmt.Fprintf(b, "- Records: `%s`.\n", jsonl)
+		return nil
+	})
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -85,26 +84,15 @@ Flags:
 func runBenchModel(args []string, stdout, stderr io.Writer) int {
 	var o modelOptions
 	fs := modelFlags(&o)
-	usageErr := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "flock bench model: "+format+"; run 'flock bench model --help' for usage\n", a...)
-		return exitUsage
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			benchModelHelp(stdout)
-			return exitOK
-		}
-		return usageErr("%v", err)
-	}
-	if fs.NArg() > 0 {
-		return usageErr("unexpected argument %q", fs.Arg(0))
+	if code, done := parseBenchFlags("model", fs, args, benchModelHelp, stdout, stderr); done {
+		return code
 	}
 	if o.batch < 1 || o.image < 1 || o.channels < 1 || o.classes < 1 || o.warmup < 0 || o.steps < 1 || o.pairs < 1 {
-		return usageErr("batch %d, image %d, channels %d, classes %d, warmup %d, steps %d, pairs %d: want warmup ≥ 0 and the rest ≥ 1",
+		return benchUsage(stderr, "model", "batch %d, image %d, channels %d, classes %d, warmup %d, steps %d, pairs %d: want warmup ≥ 0 and the rest ≥ 1",
 			o.batch, o.image, o.channels, o.classes, o.warmup, o.steps, o.pairs)
 	}
 	if o.peer != "" && o.peer != "torch" {
-		return usageErr("unknown peer %q (peers: torch)", o.peer)
+		return benchUsage(stderr, "model", "unknown peer %q (peers: torch)", o.peer)
 	}
 	if o.peer != "" {
 		if _, err := os.Stat(o.script); err != nil {
@@ -124,12 +112,9 @@ func runBenchModel(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	start := time.Now().UTC()
-	machine := map[string]any{
-		"record": "machine", "command": strings.Join(append([]string{"flock", "bench", "model"}, args...), " "),
-		"start": start.Format(time.RFC3339), "nproc": runtime.NumCPU(), "gomaxprocs": runtime.GOMAXPROCS(0),
-		"go": runtime.Version(), "goarch": runtime.GOARCH, "cpu_model": cpuModel(), "loadavg": loadAvg(),
+	machine := machineRecord("model", args, start, map[string]any{
 		"peak_gflops": peak, "peak_estimate": peakHow,
-	}
+	})
 	enc := json.NewEncoder(stdout)
 	if o.json {
 		_ = enc.Encode(machine)
@@ -375,25 +360,12 @@ func writeModelTable(w io.Writer, sums []modelSummary, peer string, peak float64
 }
 
 func writeModelResults(dir string, machine map[string]any, rs []modelRecord, sums []modelSummary, peer string, peak float64, peakHow string, start time.Time) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	base := filepath.Join(dir, "model_"+start.Format("2006-01-02"))
-	var jl bytes.Buffer
-	enc := json.NewEncoder(&jl)
-	_ = enc.Encode(machine)
-	for _, r := range rs {
-		_ = enc.Encode(r)
-	}
-	for _, s := range sums {
-		_ = enc.Encode(s)
-	}
-	if err := os.WriteFile(base+".jsonl", jl.Bytes(), 0o644); err != nil {
-		return err
-	}
-	var md bytes.Buffer
-	fmt.Fprintf(&md, "# Training steps of models (%s)\n\nMade by (from the repository root):\n\n```\n%s\n```\n\nMachine: %v, %v cores, GOMAXPROCS %v, load %v at the start.\n\n",
-		start.Format("2006-01-02"), machine["command"], machine["cpu_model"], machine["nproc"], machine["gomaxprocs"], machine["loadavg"])
-	writeModelTable(&md, sums, peer, peak, peakHow)
-	return os.WriteFile(base+".md", md.Bytes(), 0o644)
+	recs := add(add(records{machine}, rs), sums)
+	return writeResults(dir, "model", start, recs, func(b *strings.Builder, jsonl string) error {
+		reportHeader(b, "Training steps of models", start, machine["command"])
+		writeModelTable(b, sums, peer, peak, peakHow)
+		reportMachine(b, machine)
+		fmt.Fprintf(b, "- Records: `%s`.\n", jsonl)
+		return nil
+	})
 }
