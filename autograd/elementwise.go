@@ -171,12 +171,7 @@ func Rsqrt(x *Var) *Var {
 func Tanh(x *Var) *Var {
 	y := x.Value.Tanh()
 	return recordUnary("Tanh", x, y, y, func(y, g *tensor.Tensor) *tensor.Tensor {
-		var tmp gradTemps
-		defer tmp.release()
-		y2 := tmp.keep(y.Square())
-		d := tmp.keep(y2.MulScalar(-1))
-		d.AddScalarInPlace(1)
-		return g.Mul(d)
+		return tensor.TanhGrad(g, y)
 	})
 }
 
@@ -184,12 +179,7 @@ func Tanh(x *Var) *Var {
 func Sigmoid(x *Var) *Var {
 	y := x.Value.Sigmoid()
 	return recordUnary("Sigmoid", x, y, y, func(y, g *tensor.Tensor) *tensor.Tensor {
-		var tmp gradTemps
-		defer tmp.release()
-		d := tmp.keep(y.Square())
-		d.SubInPlace(y)
-		d.MulScalarInPlace(-1)
-		return g.Mul(d)
+		return tensor.SigmoidGrad(g, y)
 	})
 }
 
@@ -198,10 +188,7 @@ func Sigmoid(x *Var) *Var {
 func ReLU(x *Var) *Var {
 	y := x.Value.ReLU()
 	return recordUnary("ReLU", x, y, y, func(y, g *tensor.Tensor) *tensor.Tensor {
-		// sign(y) is 1 where y > 0 and 0 where y = 0.
-		s := y.Sign()
-		defer s.Release()
-		return g.Mul(s)
+		return tensor.ReLUGrad(g, y)
 	})
 }
 
@@ -209,19 +196,7 @@ func ReLU(x *Var) *Var {
 // ∂/∂x = Φ(x) + x·φ(x), φ(x) = e^(−x²/2)/√(2π).
 func GELU(x *Var) *Var {
 	return recordUnary("GELU", x, x.Value.GELU(), x.Value, func(x, g *tensor.Tensor) *tensor.Tensor {
-		var tmp gradTemps
-		defer tmp.release()
-		u := tmp.keep(x.MulScalar(1 / math.Sqrt2))
-		cdf := tmp.keep(u.Erf())
-		cdf.AddScalarInPlace(1)
-		cdf.MulScalarInPlace(0.5)
-		e := tmp.keep(x.Square())
-		e.MulScalarInPlace(-0.5)
-		pdf := tmp.keep(e.Exp())
-		pdf.MulScalarInPlace(1 / math.Sqrt(2*math.Pi))
-		d := tmp.keep(x.Mul(pdf))
-		d.AddInPlace(cdf)
-		return g.Mul(d)
+		return tensor.GELUGrad(g, x)
 	})
 }
 
@@ -230,27 +205,7 @@ func GELU(x *Var) *Var {
 // ∂/∂x = (1+tanh u)/2 + x/2·(1−tanh² u)·k·(1 + 3c·x²).
 func GELUTanh(x *Var) *Var {
 	return recordUnary("GELUTanh", x, x.Value.GELUTanh(), x.Value, func(x, g *tensor.Tensor) *tensor.Tensor {
-		const c = 0.044715
-		k := math.Sqrt(2 / math.Pi)
-		var tmp gradTemps
-		defer tmp.release()
-		x2 := tmp.keep(x.Square())
-		inner := tmp.keep(x2.MulScalar(c)) // c·x²
-		inner.AddScalarInPlace(1)
-		u := tmp.keep(x.Mul(inner)) // x + c·x³
-		u.MulScalarInPlace(k)
-		t := tmp.keep(u.Tanh())
-		sech2 := tmp.keep(t.Square()) // 1 − tanh² u
-		sech2.MulScalarInPlace(-1)
-		sech2.AddScalarInPlace(1)
-		du := tmp.keep(x2.MulScalar(3 * c * k)) // k·(1 + 3c·x²)
-		du.AddScalarInPlace(k)
-		d := tmp.keep(x.Mul(sech2))
-		d.MulInPlace(du)
-		d.AddInPlace(t)
-		d.AddScalarInPlace(1)
-		d.MulScalarInPlace(0.5)
-		return g.Mul(d)
+		return tensor.GELUTanhGrad(g, x)
 	})
 }
 

@@ -169,10 +169,17 @@ func (v *Var) BackwardWith(g *tensor.Tensor) {
 			}
 			if gi != nil {
 				if prev := grads[in.fn]; prev != nil {
-					sum := prev.Add(gi)
-					prev.Release()
-					gi.Release()
-					gi = sum
+					if prev.Exclusive() && prev.IsContiguous() {
+						// Nothing else sees prev's memory: sum in place.
+						prev.AddInPlace(gi)
+						gi.Release()
+						gi = prev
+					} else {
+						sum := prev.Add(gi)
+						prev.Release()
+						gi.Release()
+						gi = sum
+					}
 				}
 				grads[in.fn] = gi
 			}

@@ -22,8 +22,21 @@ import (
 // In evaluation μ and σ² are the running statistics (required), so y is an
 // affine map of x: ∂L/∂x = G·w·s, with ∂L/∂w and ∂L/∂b as above.
 func BatchNorm(x, w, b *Var, runningMean, runningVar *tensor.Tensor, p tensor.NormParams) *Var {
+	return batchNorm("BatchNorm", x, w, b, runningMean, runningVar, p, false)
+}
+
+// BatchNormReLU returns ReLU(BatchNorm(x, w, b, ...)), the pair that
+// follows most convolutions of a ResNet, as one op: where the device has the
+// fused kernel (backend.FusedBatchNormReLU) the output is written once and
+// the backward pass masks the gradient as it reads it. With y the output,
+// the gradients are BatchNorm's of G·[y > 0].
+func BatchNormReLU(x, w, b *Var, runningMean, runningVar *tensor.Tensor, p tensor.NormParams) *Var {
+	return batchNorm("BatchNormReLU", x, w, b, runningMean, runningVar, p, true)
+}
+
+func batchNorm(op string, x, w, b *Var, runningMean, runningVar *tensor.Tensor, p tensor.NormParams, relu bool) *Var {
 	if x.Value.Dim() < 2 {
-		panic(fmt.Sprintf("autograd: BatchNorm: input of shape %v; it needs at least [N, C]", x.Value.Shape()))
+		panic(fmt.Sprintf("autograd: %s: input of shape %v; it needs at least [N, C]", op, x.Value.Shape()))
 	}
 	var wt, bt *tensor.Tensor
 	if w != nil {
@@ -33,17 +46,31 @@ func BatchNorm(x, w, b *Var, runningMean, runningVar *tensor.Tensor, p tensor.No
 		bt = b.Value
 	}
 	if !p.Training {
-		return batchNormEval(x, w, b, wt, bt, runningMean, runningVar, p)
+		return batchNormEval(op, x, w, b, wt, bt, runningMean, runningVar, p, relu)
 	}
-	y, mean, invStd := tensor.BatchNorm(x.Value, wt, bt, runningMean, runningVar, p)
+	var y, mean, invStd *tensor.Tensor
+	if relu {
+		y, mean, invStd = tensor.BatchNormReLU(x.Value, wt, bt, runningMean, runningVar, p)
+	} else {
+		y, mean, invStd = tensor.BatchNorm(x.Value, wt, bt, runningMean, runningVar, p)
+	}
 	defer mean.Release()
 	defer invStd.Release()
-	return Record("BatchNorm", y, []*Var{x, w, b}, []*tensor.Tensor{x.Value, wt, mean, invStd},
+	saved := []*tensor.Tensor{x.Value, wt, mean, invStd}
+	if relu {
+		saved = append(saved, y)
+	}
+	return Record(op, y, []*Var{x, w, b}, saved,
 		func(ctx *Context, g *tensor.Tensor) []*tensor.Tensor {
 			xv, wv, mean, invStd := ctx.Saved[0], ctx.Saved[1], ctx.Saved[2], ctx.Saved[3]
 			gc := g.Contiguous()
 			defer gc.Release()
-			dx, dw, db := tensor.BatchNormBackward(gc, xv, wv, mean, invStd, p)
+			var dx, dw, db *tensor.Tensor
+			if relu {
+				dx, dw, db = tensor.BatchNormReLUBackward(gc, ctx.Saved[4], xv, wv, mean, invStd, p)
+			} else {
+				dx, dw, db = tensor.BatchNormBackward(gc, xv, wv, mean, invStd, p)
+			}
 			if !ctx.Needs(0) {
 				dx.Release()
 				dx = nil
@@ -56,17 +83,30 @@ func BatchNorm(x, w, b *Var, runningMean, runningVar *tensor.Tensor, p tensor.No
 				db.Release()
 				db = nil
 			} else if db == nil {
-				db = gc.Sum(channelAxesExcept(gc.Dim())...)
+				// No weight: the bias's gradient is the sum of the
+				// (masked) output gradient.
+				gm := gc.Retain()
+				if relu {
+					gm.Release()
+					gm = tensor.ReLUGrad(gc, ctx.Saved[4])
+				}
+				db = gm.Sum(channelAxesExcept(gc.Dim())...)
+				gm.Release()
 			}
 			return []*tensor.Tensor{dx, dw, db}
 		})
 }
 
-func batchNormEval(x, w, b *Var, wt, bt, runningMean, runningVar *tensor.Tensor, p tensor.NormParams) *Var {
+func batchNormEval(op string, x, w, b *Var, wt, bt, runningMean, runningVar *tensor.Tensor, p tensor.NormParams, relu bool) *Var {
 	if runningMean == nil || runningVar == nil {
-		panic("autograd: BatchNorm: evaluation mode needs running statistics")
+		panic(fmt.Sprintf("autograd: %s: evaluation mode needs running statistics", op))
 	}
-	y, _, _ := tensor.BatchNorm(x.Value, wt, bt, runningMean, runningVar, p)
+	var y *tensor.Tensor
+	if relu {
+		y, _, _ = tensor.BatchNormReLU(x.Value, wt, bt, runningMean, runningVar, p)
+	} else {
+		y, _, _ = tensor.BatchNorm(x.Value, wt, bt, runningMean, runningVar, p)
+	}
 	// Later training steps update the running statistics in place, so keep
 	// copies of what this forward pass used.
 	bshape := channelShape(x.Value.Dim(), x.Value.Size(1))
@@ -80,9 +120,17 @@ func batchNormEval(x, w, b *Var, wt, bt, runningMean, runningVar *tensor.Tensor,
 	invStd := ve.Rsqrt()
 	ve.Release()
 	defer invStd.Release()
-	return Record("BatchNorm", y, []*Var{x, w, b}, []*tensor.Tensor{x.Value, wt, mean, invStd},
+	saved := []*tensor.Tensor{x.Value, wt, mean, invStd}
+	if relu {
+		saved = append(saved, y)
+	}
+	return Record(op, y, []*Var{x, w, b}, saved,
 		func(ctx *Context, g *tensor.Tensor) []*tensor.Tensor {
 			xv, wv, mean, invStd := ctx.Saved[0], ctx.Saved[1], ctx.Saved[2], ctx.Saved[3]
+			if relu {
+				g = tensor.ReLUGrad(g, ctx.Saved[4])
+				defer g.Release()
+			}
 			axes := channelAxesExcept(g.Dim())
 			var dx, dw, db *tensor.Tensor
 			if ctx.Needs(0) {

@@ -62,22 +62,45 @@ func Transpose(x *Var, a, b int) *Var {
 	})
 }
 
-// scatterGrad returns zeros of shape xs with g written into the part that
-// view selects, the gradient of taking that part of x.
-func scatterGrad(g *tensor.Tensor, xs tensor.Shape, view func(z *tensor.Tensor) *tensor.Tensor) *tensor.Tensor {
-	z := tensor.Zeros(xs, tensor.Of(g.DType()), tensor.On(g.Device()))
-	part := view(z)
+// scatterGrad returns a tensor of shape xs holding g in positions
+// [start, end) of axis and zeros elsewhere: the gradient of taking that
+// part of x (a Select when squeeze is set, start+1 = end). Only the
+// positions outside the part are zeroed, so each element is written once.
+func scatterGrad(g *tensor.Tensor, xs tensor.Shape, axis, start, end int, squeeze bool) *tensor.Tensor {
+	z := tensor.Empty(xs, tensor.Of(g.DType()), tensor.On(g.Device()))
+	for _, r := range [][2]int{{0, start}, {end, xs[axis]}} {
+		if r[0] < r[1] {
+			rest := z.Slice(axis, r[0], r[1])
+			rest.Fill(0)
+			rest.Release()
+		}
+	}
+	var part *tensor.Tensor
+	if squeeze {
+		part = z.Select(axis, start)
+	} else {
+		part = z.Slice(axis, start, end)
+	}
 	defer part.Release()
 	part.CopyFrom(g)
 	return z
 }
 
-// recordSlice records out, the part [start, end) of axis of x (axis
-// already normalised).
+// recordSlice records out, the part [start, end) of axis of x, with the
+// bounds read as tensor.Slice reads them (negative from the end, clamped).
 func recordSlice(op string, x *Var, out *tensor.Tensor, axis, start, end int) *Var {
 	xs := x.Shape().Clone()
+	ax := x.Value.Axis(op, axis)
+	clamp := func(i int) int {
+		if i < 0 {
+			i += xs[ax]
+		}
+		return max(0, min(i, xs[ax]))
+	}
+	start, end = clamp(start), clamp(end)
+	end = max(end, start)
 	return recordUnary(op, x, out, nil, func(_, g *tensor.Tensor) *tensor.Tensor {
-		return scatterGrad(g, xs, func(z *tensor.Tensor) *tensor.Tensor { return z.Slice(axis, start, end) })
+		return scatterGrad(g, xs, ax, start, end, false)
 	})
 }
 
@@ -91,8 +114,13 @@ func Slice(x *Var, axis, start, end int) *Var {
 // Select returns the view of x at index i of axis, with that axis removed.
 func Select(x *Var, axis, i int) *Var {
 	xs := x.Shape().Clone()
-	return recordUnary("Select", x, x.Value.Select(axis, i), nil, func(_, g *tensor.Tensor) *tensor.Tensor {
-		return scatterGrad(g, xs, func(z *tensor.Tensor) *tensor.Tensor { return z.Select(axis, i) })
+	out := x.Value.Select(axis, i)
+	ax := x.Value.Axis("Select", axis)
+	if i < 0 {
+		i += xs[ax]
+	}
+	return recordUnary("Select", x, out, nil, func(_, g *tensor.Tensor) *tensor.Tensor {
+		return scatterGrad(g, xs, ax, i, i+1, true)
 	})
 }
 

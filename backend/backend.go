@@ -106,11 +106,23 @@ const (
 	Le
 	Gt
 	Ge
+	// The gradients of activations: a is the gradient of the output and b
+	// the tensor the forward pass saved. Floats only; a backend without one
+	// returns ErrUnimplemented and tensor composes it from other ops.
+	ReLUGrad     // a where b > 0, else 0 (b the input or the output of ReLU); PyTorch's threshold_backward
+	GELUGrad     // a·(Φ(b) + b·φ(b)), b the input of GELU, φ the standard normal density
+	GELUTanhGrad // a·d/db GELUTanh(b), b the input of GELUTanh
+	TanhGrad     // a·(1 − b²), b the output of Tanh
+	SigmoidGrad  // a·b·(1 − b), b the output of Sigmoid
 	numBinaryOps
 )
 
 // IsComparison reports whether op yields Bool.
 func (op BinaryOp) IsComparison() bool { return op >= Eq && op <= Ge }
+
+// IsActivationGrad reports whether op is the gradient of an activation
+// (ReLUGrad … SigmoidGrad).
+func (op BinaryOp) IsActivationGrad() bool { return op >= ReLUGrad && op <= SigmoidGrad }
 
 // ReduceOp names a reduction over axes.
 type ReduceOp uint8

@@ -15,6 +15,15 @@
 // Unimplemented to start from nothing); the tensor package then falls back
 // to a composition of other kernels where one exists.
 //
+// # Optional kernels
+//
+// Some kernels exist only to save passes over memory and are optional
+// interfaces, found with a type assertion: FusedSGD and FusedAdamW (an
+// optimizer update in one pass), FusedBatchNormReLU (batch normalisation
+// with a ReLU applied as the output is written, and the gradient masked as
+// it is read). The activation gradients among the BinaryOps (ReLUGrad …
+// SigmoidGrad) may likewise return ErrUnimplemented.
+//
 // # Types
 //
 // DType lists the element types (Float32 for compute, Float64 for gradient

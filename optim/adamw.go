@@ -52,7 +52,9 @@ func NewAdamW(groups []*Group, opt AdamWOptions) *AdamW {
 	return &AdamW{base: newBase("AdamW", groups, "exp_avg", "exp_avg_sq", "max_exp_avg_sq"), opt: opt}
 }
 
-// Step implements Optimizer.
+// Step implements Optimizer. Without AMSGrad, where the device has a fused
+// AdamW kernel (backend.FusedAdamW), each parameter is updated in one pass
+// over memory; otherwise the update is composed from elementwise ops.
 func (o *AdamW) Step() {
 	o.step++
 	t := float64(o.step)
@@ -60,6 +62,11 @@ func (o *AdamW) Step() {
 	bc2 := 1 - math.Pow(o.opt.Beta2, t)
 	o.each(func(g *Group, p *autograd.Var, st map[string]*tensor.Tensor) {
 		grad := p.Grad()
+		if !o.opt.AMSGrad && tensor.FusedAdamWStep(p.Value, grad, buffer(st, "exp_avg", p), buffer(st, "exp_avg_sq", p),
+			tensor.AdamWParams{LR: g.LR, Beta1: o.opt.Beta1, Beta2: o.opt.Beta2, Eps: o.opt.Eps,
+				WeightDecay: g.WeightDecay, Step: int(o.step)}) {
+			return
+		}
 		if g.WeightDecay != 0 {
 			p.Value.MulScalarInPlace(1 - g.LR*g.WeightDecay)
 		}

@@ -9,7 +9,10 @@
 // Schedule is a pure function from step to rate, so that strategies which
 // look ahead (QSR's sync period grows as 1/η²) can query any step. An
 // optimizer's State holds its buffers for checkpoints; LoadState restores
-// them.
+// them. Where the parameters' device has fused updates
+// (backend.FusedSGD, backend.FusedAdamW), SGD and AdamW (without AMSGrad)
+// update each parameter and its state in one pass over memory; elsewhere
+// they compose the update from elementwise ops.
 //
 // A training step reads:
 //

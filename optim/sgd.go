@@ -35,10 +35,15 @@ func NewSGD(groups []*Group, opt SGDOptions) *SGD {
 	return &SGD{base: newBase("SGD", groups, "momentum_buffer"), opt: opt}
 }
 
-// Step implements Optimizer.
+// Step implements Optimizer. Where the device has a fused SGD kernel
+// (backend.FusedSGD), each parameter is updated in one pass over memory;
+// otherwise the update is composed from elementwise ops.
 func (o *SGD) Step() {
 	o.step++
 	o.each(func(g *Group, p *autograd.Var, st map[string]*tensor.Tensor) {
+		if o.fusedStep(g, p, st) {
+			return
+		}
 		d := decayed(p, g.WeightDecay)
 		defer d.Release()
 		if mu := o.opt.Momentum; mu != 0 {
@@ -67,4 +72,27 @@ func decayed(p *autograd.Var, wd float64) *tensor.Tensor {
 		d.AddScaledInPlace(wd, p.Value)
 	}
 	return d
+}
+
+// fusedStep updates p with the device's fused kernel, reporting false when
+// it has none (leaving p and its state untouched).
+func (o *SGD) fusedStep(g *Group, p *autograd.Var, st map[string]*tensor.Tensor) bool {
+	q := tensor.SGDParams{LR: g.LR, Momentum: o.opt.Momentum, Dampening: o.opt.Dampening,
+		WeightDecay: g.WeightDecay, Nesterov: o.opt.Nesterov}
+	if q.Momentum == 0 {
+		return tensor.FusedSGDStep(p.Value, p.Grad(), nil, q)
+	}
+	b, ok := st["momentum_buffer"]
+	if !ok {
+		b = tensor.Empty(p.Value.Shape(), tensor.Of(p.Value.DType()), tensor.On(p.Value.Device()))
+		q.First = true
+	}
+	if !tensor.FusedSGDStep(p.Value, p.Grad(), b, q) {
+		if !ok {
+			b.Release()
+		}
+		return false
+	}
+	st["momentum_buffer"] = b
+	return true
 }

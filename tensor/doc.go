@@ -8,6 +8,9 @@
 // — Reshape/View, Slice, Select, Transpose/Permute, BroadcastTo/Expand,
 // Squeeze/Unsqueeze — share storage and copy nothing; Contiguous copies only
 // when the layout requires it. Binary ops broadcast under NumPy's rules.
+// Fused ops (the activation gradients such as ReLUGrad and GELUGrad,
+// BatchNormReLU, FusedSGDStep) use a device's one-pass kernel where it has
+// one and compose other ops where it does not.
 //
 // # Memory
 //

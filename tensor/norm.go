@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/flockml/flock/backend"
@@ -23,7 +24,19 @@ type NormParams = backend.NormParams
 // are nil. weight, bias, runningMean and runningVar may each be nil.
 // Updating running statistics needs more than one value per channel.
 func BatchNorm(x, weight, bias, runningMean, runningVar *Tensor, p NormParams) (y, saveMean, saveInvStd *Tensor) {
-	const op = "BatchNorm"
+	return batchNorm("BatchNorm", x, weight, bias, runningMean, runningVar, p, false)
+}
+
+// BatchNormReLU is BatchNorm followed by ReLU, max(·, 0), with BatchNorm's
+// saved statistics: the pair of layers after most convolutions of a ResNet.
+// Where the device has the fused kernel (backend.FusedBatchNormReLU) the
+// output is written once; otherwise ReLU runs in place on BatchNorm's
+// output.
+func BatchNormReLU(x, weight, bias, runningMean, runningVar *Tensor, p NormParams) (y, saveMean, saveInvStd *Tensor) {
+	return batchNorm("BatchNormReLU", x, weight, bias, runningMean, runningVar, p, true)
+}
+
+func batchNorm(op string, x, weight, bias, runningMean, runningVar *Tensor, p NormParams, relu bool) (y, saveMean, saveInvStd *Tensor) {
 	floatOnly(op, x)
 	if x.Dim() < 2 {
 		panic(fmt.Sprintf("tensor: %s: input of shape %v; want [N, C, ...] (add a batch axis with Unsqueeze(0))", op, x.shape))
@@ -61,8 +74,22 @@ func BatchNorm(x, weight, bias, runningMean, runningVar *Tensor, p NormParams) (
 		saveMean = empty(dev, x.dtype, Shape{c})
 		saveInvStd = empty(dev, x.dtype, Shape{c})
 	}
-	must(op, dev.BatchNorm(y.Raw(), rawOrZero(saveMean), rawOrZero(saveInvStd), xc.Raw(),
-		rawOrZero(w), rawOrZero(b), rawOrZero(rm), rawOrZero(rv), p), nonNil(x, weight, bias, runningMean, runningVar)...)
+	operands := nonNil(x, weight, bias, runningMean, runningVar)
+	fused := false
+	if f, ok := dev.(backend.FusedBatchNormReLU); relu && ok {
+		err := f.BatchNormReLU(y.Raw(), rawOrZero(saveMean), rawOrZero(saveInvStd), xc.Raw(),
+			rawOrZero(w), rawOrZero(b), rawOrZero(rm), rawOrZero(rv), p)
+		if fused = !errors.Is(err, backend.ErrUnimplemented); fused {
+			must(op, err, operands...)
+		}
+	}
+	if !fused {
+		must(op, dev.BatchNorm(y.Raw(), rawOrZero(saveMean), rawOrZero(saveInvStd), xc.Raw(),
+			rawOrZero(w), rawOrZero(b), rawOrZero(rm), rawOrZero(rv), p), operands...)
+		if relu {
+			must(op, dev.Unary(backend.ReLU, y.Raw(), y.Raw(), 0), operands...)
+		}
+	}
 	if backMean {
 		runningMean.CopyFrom(rm)
 	}
@@ -84,7 +111,27 @@ func BatchNorm(x, weight, bias, runningMean, runningVar *Tensor, p NormParams) (
 // 1/√(runningVar + eps) that normalised. dweight and dbias are nil when
 // weight is nil.
 func BatchNormBackward(dy, x, weight, saveMean, saveInvStd *Tensor, p NormParams) (dx, dweight, dbias *Tensor) {
-	const op = "BatchNormBackward"
+	return batchNormBackward("BatchNormBackward", dy, nil, x, weight, saveMean, saveInvStd, p)
+}
+
+// BatchNormReLUBackward returns the gradients of BatchNormReLU with respect
+// to x, weight and bias: those of BatchNorm for the gradient dy·[y > 0],
+// where y is BatchNormReLU's output. The mask is applied as dy is read
+// where the device has the fused kernel.
+func BatchNormReLUBackward(dy, y, x, weight, saveMean, saveInvStd *Tensor, p NormParams) (dx, dweight, dbias *Tensor) {
+	const op = "BatchNormReLUBackward"
+	if y == nil {
+		panic(fmt.Sprintf("tensor: %s: y, the output of BatchNormReLU, is required", op))
+	}
+	sameDevice(op, dy, y)
+	sameDType(op, dy, y)
+	if !y.shape.Equal(dy.shape) {
+		panic(fmt.Sprintf("tensor: %s: dy and y differ in shape (%s)", op, describe(dy, y)))
+	}
+	return batchNormBackward(op, dy, y, x, weight, saveMean, saveInvStd, p)
+}
+
+func batchNormBackward(op string, dy, y, x, weight, saveMean, saveInvStd *Tensor, p NormParams) (dx, dweight, dbias *Tensor) {
 	floatOnly(op, x)
 	if x.Dim() < 2 {
 		panic(fmt.Sprintf("tensor: %s: input of shape %v; want [N, C, ...]", op, x.shape))
@@ -116,8 +163,25 @@ func BatchNormBackward(dy, x, weight, saveMean, saveInvStd *Tensor, p NormParams
 		dweight = empty(dev, x.dtype, weight.shape)
 		dbias = empty(dev, x.dtype, weight.shape)
 	}
-	must(op, dev.BatchNormBackward(dx.Raw(), rawOrZero(dweight), rawOrZero(dbias), gc.Raw(), xc.Raw(),
-		rawOrZero(w), sm.Raw(), sis.Raw(), p), nonNil(dy, x, weight, saveMean, saveInvStd)...)
+	operands := nonNil(dy, x, weight, saveMean, saveInvStd)
+	g := gc
+	if y != nil {
+		if f, ok := dev.(backend.FusedBatchNormReLU); ok {
+			yc := y.Contiguous()
+			defer yc.Release()
+			err := f.BatchNormReLUBackward(dx.Raw(), rawOrZero(dweight), rawOrZero(dbias), gc.Raw(), yc.Raw(), xc.Raw(),
+				rawOrZero(w), sm.Raw(), sis.Raw(), p)
+			if !errors.Is(err, backend.ErrUnimplemented) {
+				must(op, err, operands...)
+				return dx, dweight, dbias
+			}
+		}
+		masked := ReLUGrad(gc, y)
+		defer masked.Release()
+		g = masked
+	}
+	must(op, dev.BatchNormBackward(dx.Raw(), rawOrZero(dweight), rawOrZero(dbias), g.Raw(), xc.Raw(),
+		rawOrZero(w), sm.Raw(), sis.Raw(), p), operands...)
 	return dx, dweight, dbias
 }
 

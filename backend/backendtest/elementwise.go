@@ -68,6 +68,7 @@ var broadcastCases = []struct{ small, full backend.Shape }{
 	{backend.Shape{1, 3, 1, 1}, backend.Shape{4, 3, 2, 5}},
 	{backend.Shape{1, 65}, backend.Shape{33, 65}},
 	{backend.Shape{3, 1, 129}, backend.Shape{3, 257, 129}},
+	{backend.Shape{2, 3, 1, 1}, backend.Shape{2, 3, 5, 7}}, // a per-channel value over long runs
 }
 
 // refBF16 rounds x to bfloat16 (8 significant bits, float32's exponent

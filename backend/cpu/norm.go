@@ -26,7 +26,18 @@ const normGrain = 16384
 // running ones alone, as PyTorch does; updating running statistics from one
 // value per channel is an error, as the unbiased variance is undefined.
 func (c *Backend) BatchNorm(y, saveMean, saveInvStd, x, weight, bias, runningMean, runningVar backend.View, p backend.NormParams) error {
-	const k = "cpu: batch_norm"
+	return batchNorm("cpu: batch_norm", y, saveMean, saveInvStd, x, weight, bias, runningMean, runningVar, p, false)
+}
+
+// BatchNormReLU implements backend.FusedBatchNormReLU: BatchNorm whose
+// output goes through max(·, 0) before it is stored.
+func (c *Backend) BatchNormReLU(y, saveMean, saveInvStd, x, weight, bias, runningMean, runningVar backend.View, p backend.NormParams) error {
+	return batchNorm("cpu: batch_norm_relu", y, saveMean, saveInvStd, x, weight, bias, runningMean, runningVar, p, true)
+}
+
+var _ backend.FusedBatchNormReLU = (*Backend)(nil)
+
+func batchNorm(k string, y, saveMean, saveInvStd, x, weight, bias, runningMean, runningVar backend.View, p backend.NormParams, relu bool) error {
 	n, ch, sp, err := batchNormArgs(k, x)
 	if err != nil {
 		return err
@@ -61,14 +72,14 @@ func (c *Backend) BatchNorm(y, saveMean, saveInvStd, x, weight, bias, runningMea
 			w: elems[float32](weight, ch), b: elems[float32](bias, ch),
 			rm: elems[float32](runningMean, ch), rv: elems[float32](runningVar, ch),
 			sm: elems[float32](saveMean, ch), sis: elems[float32](saveInvStd, ch),
-		}, n, ch, sp, p)
+		}, normLoopsF32(), n, ch, sp, p, relu)
 	case backend.Float64:
 		batchNormChannels(bnOperands[float64]{
 			y: elems[float64](y, y.NumElements()), x: elems[float64](x, x.NumElements()),
 			w: elems[float64](weight, ch), b: elems[float64](bias, ch),
 			rm: elems[float64](runningMean, ch), rv: elems[float64](runningVar, ch),
 			sm: elems[float64](saveMean, ch), sis: elems[float64](saveInvStd, ch),
-		}, n, ch, sp, p)
+		}, goNormLoops[float64](), n, ch, sp, p, relu)
 	}
 	return nil
 }
@@ -83,7 +94,22 @@ func (c *Backend) BatchNorm(y, saveMean, saveInvStd, x, weight, bias, runningMea
 // dx, dweight and dbias are each written when given; weight absent means
 // γ = 1.
 func (c *Backend) BatchNormBackward(dx, dweight, dbias, dy, x, weight, saveMean, saveInvStd backend.View, p backend.NormParams) error {
-	const k = "cpu: batch_norm_backward"
+	return batchNormBackward("cpu: batch_norm_backward", dx, dweight, dbias, dy, backend.View{}, x, weight, saveMean, saveInvStd, p)
+}
+
+// BatchNormReLUBackward implements backend.FusedBatchNormReLU: the gradient
+// dy·[y > 0] is formed as it is read.
+func (c *Backend) BatchNormReLUBackward(dx, dweight, dbias, dy, y, x, weight, saveMean, saveInvStd backend.View, p backend.NormParams) error {
+	const k = "cpu: batch_norm_relu_backward"
+	if y.IsZero() {
+		return fmt.Errorf("%s: y is missing", k)
+	}
+	return batchNormBackward(k, dx, dweight, dbias, dy, y, x, weight, saveMean, saveInvStd, p)
+}
+
+// batchNormBackward is BatchNormBackward, of the gradient dy·[y > 0] when y
+// is given.
+func batchNormBackward(k string, dx, dweight, dbias, dy, y, x, weight, saveMean, saveInvStd backend.View, p backend.NormParams) error {
 	n, ch, sp, err := batchNormArgs(k, x)
 	if err != nil {
 		return err
@@ -91,6 +117,11 @@ func (c *Backend) BatchNormBackward(dx, dweight, dbias, dy, x, weight, saveMean,
 	dt := x.DType
 	if err := denseArg(k, "dy", dy, dt, x.Shape); err != nil {
 		return err
+	}
+	if !y.IsZero() {
+		if err := denseArg(k, "y", y, dt, x.Shape); err != nil {
+			return err
+		}
 	}
 	if !dx.IsZero() {
 		if err := denseArg(k, "dx", dx, dt, x.Shape); err != nil {
@@ -112,15 +143,15 @@ func (c *Backend) BatchNormBackward(dx, dweight, dbias, dy, x, weight, saveMean,
 	case backend.Float32:
 		batchNormGradChannels(bnGradOperands[float32]{
 			dx: elems[float32](dx, x.NumElements()), dw: elems[float32](dweight, ch), db: elems[float32](dbias, ch),
-			dy: elems[float32](dy, x.NumElements()), x: elems[float32](x, x.NumElements()),
+			dy: elems[float32](dy, x.NumElements()), y: elems[float32](y, x.NumElements()), x: elems[float32](x, x.NumElements()),
 			w: elems[float32](weight, ch), sm: elems[float32](saveMean, ch), sis: elems[float32](saveInvStd, ch),
-		}, n, ch, sp, p.Training)
+		}, normLoopsF32(), n, ch, sp, p.Training)
 	case backend.Float64:
 		batchNormGradChannels(bnGradOperands[float64]{
 			dx: elems[float64](dx, x.NumElements()), dw: elems[float64](dweight, ch), db: elems[float64](dbias, ch),
-			dy: elems[float64](dy, x.NumElements()), x: elems[float64](x, x.NumElements()),
+			dy: elems[float64](dy, x.NumElements()), y: elems[float64](y, x.NumElements()), x: elems[float64](x, x.NumElements()),
 			w: elems[float64](weight, ch), sm: elems[float64](saveMean, ch), sis: elems[float64](saveInvStd, ch),
-		}, n, ch, sp, p.Training)
+		}, goNormLoops[float64](), n, ch, sp, p.Training)
 	}
 	return nil
 }
@@ -149,7 +180,107 @@ type bnOperands[T float32 | float64] struct {
 	w, b, rm, rv, sm, sis []T
 }
 
-func batchNormChannels[T float32 | float64](o bnOperands[T], n, ch, sp int, p backend.NormParams) {
+// normLoops are the inner loops of batch normalisation over one plane of a
+// channel: float data, float64 arithmetic. The Go loops below are the
+// reference; normLoopsF32 supplies vector forms. The masked forms serve
+// BatchNormReLU: affineReLU applies max(·, 0), and the gradients use
+// g = y > 0 ? dy : 0 in place of dy.
+type normLoops[T float] struct {
+	sum            func(x []T) float64                                  // Σ x
+	sumSqDev       func(x []T, mean float64) float64                    // Σ (x − mean)²
+	gradSums       func(dy, x []T, mean float64) (sdy, sdyx float64)    // Σ dy, Σ dy·(x − mean)
+	affine         func(y, x []T, scale, shift float64)                 // y = x·scale + shift
+	gradDx         func(dx, dy, x []T, scale, a, b, mean float64)       // dx = scale·dy − a − b·(x − mean)
+	affineReLU     func(y, x []T, scale, shift float64)                 // y = max(x·scale + shift, 0)
+	gradSumsMasked func(dy, y, x []T, mean float64) (sdy, sdyx float64) // gradSums of g
+	gradDxMasked   func(dx, dy, y, x []T, scale, a, b, mean float64)    // gradDx of g
+}
+
+func goNormLoops[T float]() normLoops[T] {
+	return normLoops[T]{sum: sumGo[T], sumSqDev: sumSqDevGo[T], gradSums: gradSumsGo[T], affine: affineGo[T], gradDx: gradDxGo[T],
+		affineReLU: affineReLUGo[T], gradSumsMasked: gradSumsMaskedGo[T], gradDxMasked: gradDxMaskedGo[T]}
+}
+
+func affineReLUGo[T float](y, x []T, scale, shift float64) {
+	x = x[:len(y)]
+	for j, v := range x {
+		h := float64(v)*scale + shift
+		if h < 0 {
+			h = 0
+		}
+		y[j] = T(h)
+	}
+}
+
+func gradSumsMaskedGo[T float](dy, y, x []T, mean float64) (sdy, sdyx float64) {
+	y, x = y[:len(dy)], x[:len(dy)]
+	for j, v := range x {
+		if y[j] > 0 {
+			g := float64(dy[j])
+			sdy += g
+			sdyx += g * (float64(v) - mean)
+		}
+	}
+	return sdy, sdyx
+}
+
+func gradDxMaskedGo[T float](dx, dy, y, x []T, scale, a, b, mean float64) {
+	dy, y, x = dy[:len(dx)], y[:len(dx)], x[:len(dx)]
+	for j, v := range x {
+		g := 0.0
+		if y[j] > 0 {
+			g = float64(dy[j])
+		}
+		dx[j] = T(scale*g - a - b*(float64(v)-mean))
+	}
+}
+
+func sumGo[T float](x []T) float64 {
+	s := 0.0
+	for _, v := range x {
+		s += float64(v)
+	}
+	return s
+}
+
+func sumSqDevGo[T float](x []T, mean float64) float64 {
+	s := 0.0
+	for _, v := range x {
+		d := float64(v) - mean
+		s += d * d
+	}
+	return s
+}
+
+func gradSumsGo[T float](dy, x []T, mean float64) (sdy, sdyx float64) {
+	x = x[:len(dy)]
+	for j, v := range x {
+		g := float64(dy[j])
+		sdy += g
+		sdyx += g * (float64(v) - mean)
+	}
+	return sdy, sdyx
+}
+
+func affineGo[T float](y, x []T, scale, shift float64) {
+	x = x[:len(y)]
+	for j, v := range x {
+		y[j] = T(float64(v)*scale + shift)
+	}
+}
+
+func gradDxGo[T float](dx, dy, x []T, scale, a, b, mean float64) {
+	dy, x = dy[:len(dx)], x[:len(dx)]
+	for j, v := range x {
+		dx[j] = T(scale*float64(dy[j]) - a - b*(float64(v)-mean))
+	}
+}
+
+func batchNormChannels[T float32 | float64](o bnOperands[T], k normLoops[T], n, ch, sp int, p backend.NormParams, relu bool) {
+	apply := k.affine
+	if relu {
+		apply = k.affineReLU
+	}
 	m := n * sp
 	parallelFor(ch, max(1, normGrain/max(m, 1)), func(lo, hi int) {
 		for c := lo; c < hi; c++ {
@@ -161,17 +292,12 @@ func batchNormChannels[T float32 | float64](o bnOperands[T], n, ch, sp int, p ba
 			case p.Training:
 				sum := 0.0
 				for i := range n {
-					for _, v := range o.x[(i*ch+c)*sp : (i*ch+c+1)*sp] {
-						sum += float64(v)
-					}
+					sum += k.sum(o.x[(i*ch+c)*sp : (i*ch+c+1)*sp])
 				}
 				mean = sum / float64(m)
 				ss := 0.0
 				for i := range n {
-					for _, v := range o.x[(i*ch+c)*sp : (i*ch+c+1)*sp] {
-						d := float64(v) - mean
-						ss += d * d
-					}
+					ss += k.sumSqDev(o.x[(i*ch+c)*sp:(i*ch+c+1)*sp], mean)
 				}
 				variance := ss / float64(m)
 				invstd = 1 / math.Sqrt(variance+p.Eps)
@@ -201,10 +327,7 @@ func batchNormChannels[T float32 | float64](o bnOperands[T], n, ch, sp int, p ba
 			shift -= mean * scale
 			for i := range n {
 				at := (i*ch + c) * sp
-				y := o.y[at : at+sp]
-				for j, v := range o.x[at : at+sp] {
-					y[j] = T(float64(v)*scale + shift)
-				}
+				apply(o.y[at:at+sp], o.x[at:at+sp], scale, shift)
 			}
 		}
 	})
@@ -212,10 +335,11 @@ func batchNormChannels[T float32 | float64](o bnOperands[T], n, ch, sp int, p ba
 
 type bnGradOperands[T float32 | float64] struct {
 	dx, dw, db, dy, x []T
+	y                 []T // BatchNormReLU's output, or nil
 	w, sm, sis        []T
 }
 
-func batchNormGradChannels[T float32 | float64](o bnGradOperands[T], n, ch, sp int, training bool) {
+func batchNormGradChannels[T float32 | float64](o bnGradOperands[T], k normLoops[T], n, ch, sp int, training bool) {
 	m := n * sp
 	parallelFor(ch, max(1, normGrain/max(m, 1)), func(lo, hi int) {
 		for c := lo; c < hi; c++ {
@@ -223,12 +347,14 @@ func batchNormGradChannels[T float32 | float64](o bnGradOperands[T], n, ch, sp i
 			sdy, sdyx := 0.0, 0.0
 			for i := range n {
 				at := (i*ch + c) * sp
-				dy := o.dy[at : at+sp]
-				for j, v := range o.x[at : at+sp] {
-					g := float64(dy[j])
-					sdy += g
-					sdyx += g * (float64(v) - mean)
+				var s, sx float64
+				if o.y != nil {
+					s, sx = k.gradSumsMasked(o.dy[at:at+sp], o.y[at:at+sp], o.x[at:at+sp], mean)
+				} else {
+					s, sx = k.gradSums(o.dy[at:at+sp], o.x[at:at+sp], mean)
 				}
+				sdy += s
+				sdyx += sx
 			}
 			sdyx *= invstd
 			if o.db != nil {
@@ -251,9 +377,10 @@ func batchNormGradChannels[T float32 | float64](o bnGradOperands[T], n, ch, sp i
 			}
 			for i := range n {
 				at := (i*ch + c) * sp
-				dy, dx := o.dy[at:at+sp], o.dx[at:at+sp]
-				for j, v := range o.x[at : at+sp] {
-					dx[j] = T(scale*float64(dy[j]) - a - b*(float64(v)-mean))
+				if o.y != nil {
+					k.gradDxMasked(o.dx[at:at+sp], o.dy[at:at+sp], o.y[at:at+sp], o.x[at:at+sp], scale, a, b, mean)
+				} else {
+					k.gradDx(o.dx[at:at+sp], o.dy[at:at+sp], o.x[at:at+sp], scale, a, b, mean)
 				}
 			}
 		}
@@ -368,8 +495,24 @@ func layerNormArgs(kernel string, x backend.View, normSize int) (rows int, err e
 }
 
 func layerNormRows[T float32 | float64](y, mean, rstd, x, w, b []T, rows, d int, eps float64) {
+	x32, _ := any(x).([]float32)
+	y32, _ := any(y).([]float32)
+	w32, _ := any(w).([]float32)
+	b32, _ := any(b).([]float32)
+	vec := x32 != nil && w32 != nil && b32 != nil
 	parallelFor(rows, max(1, normGrain/d), func(lo, hi int) {
 		for r := lo; r < hi; r++ {
+			if vec {
+				if mu, rs, ok := layerNormRowVec(y32[r*d:(r+1)*d], x32[r*d:(r+1)*d], w32, b32, eps); ok {
+					if mean != nil {
+						mean[r] = T(mu)
+					}
+					if rstd != nil {
+						rstd[r] = T(rs)
+					}
+					continue
+				}
+			}
 			xr, yr := x[r*d:(r+1)*d], y[r*d:(r+1)*d]
 			s := 0.0
 			for _, v := range xr {
@@ -416,6 +559,11 @@ func layerNormGradRows[T float32 | float64](dx, dw, db, dy, x, w, mean, rstd []T
 		pb = make([]float64, blocks*d)
 	}
 	perBlock := (rows + max(blocks, 1) - 1) / max(blocks, 1)
+	dx32, _ := any(dx).([]float32)
+	dy32, _ := any(dy).([]float32)
+	x32, _ := any(x).([]float32)
+	w32, _ := any(w).([]float32)
+	vec := x32 != nil && w32 != nil && pw != nil && pb != nil
 	parallelFor(blocks, max(1, normGrain/max(perBlock*d, 1)), func(lo, hi int) {
 		g, xhat := make([]float64, d), make([]float64, d)
 		for blk := lo; blk < hi; blk++ {
@@ -423,6 +571,16 @@ func layerNormGradRows[T float32 | float64](dx, dw, db, dy, x, w, mean, rstd []T
 			for r := r0; r < r1; r++ {
 				xr, dyr := x[r*d:(r+1)*d], dy[r*d:(r+1)*d]
 				mu, rs := float64(mean[r]), float64(rstd[r])
+				if vec {
+					var dxr []float32
+					if dx32 != nil {
+						dxr = dx32[r*d : (r+1)*d]
+					}
+					if layerNormGradRowVec(dxr, dy32[r*d:(r+1)*d], x32[r*d:(r+1)*d], w32,
+						pw[blk*d:(blk+1)*d], pb[blk*d:(blk+1)*d], g, xhat, mu, rs) {
+						continue
+					}
+				}
 				sg, sgx := 0.0, 0.0
 				for j, v := range xr {
 					gj, xh := float64(dyr[j]), (float64(v)-mu)*rs

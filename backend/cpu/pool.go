@@ -157,30 +157,116 @@ func (s *poolShape) maxWindow(oh, ow int) (h0, h1, w0, w1 int) {
 	return h0, h1, w0, w1
 }
 
+// isMax2x2 reports whether s is max pooling's most common form: 2×2
+// windows, stride 2, no padding or dilation.
+func (s *poolShape) isMax2x2() bool {
+	return s.kh == 2 && s.kw == 2 && s.sh == 2 && s.sw == 2 && s.ph == 0 && s.pw == 0 &&
+		s.dh == 1 && s.dw == 1 && 2*s.oh <= s.h && 2*s.ow <= s.w
+}
+
+// maxPool2x2 is max pooling of one plane in 2×2 windows of stride 2, with
+// the general loop's rules (first maximum in row-major order, NaN wins).
+func maxPool2x2[T float32 | float64](in, out []T, idx []int64, w, oh, ow int) {
+	for i := range oh {
+		base := 2 * i * w
+		r0, r1 := in[base:base+2*ow], in[base+w:base+w+2*ow]
+		o, ix := out[i*ow:(i+1)*ow], idx[i*ow:(i+1)*ow]
+		for j := range o {
+			best, at := r0[2*j], base+2*j
+			if v := r0[2*j+1]; v > best || v != v {
+				best, at = v, base+2*j+1
+			}
+			if v := r1[2*j]; v > best || v != v {
+				best, at = v, base+w+2*j
+			}
+			if v := r1[2*j+1]; v > best || v != v {
+				best, at = v, base+w+2*j+1
+			}
+			o[j], ix[j] = best, int64(at)
+		}
+	}
+}
+
+// maxOne returns the maximum of output (oh, ow)'s window and its position
+// in the plane: the first maximum in row-major order, or the last NaN.
+func maxOne[T float32 | float64](s *poolShape, in []T, oh, ow int) (T, int) {
+	h0, h1, w0, w1 := s.maxWindow(oh, ow)
+	best, at := T(math.Inf(-1)), h0*s.w+w0
+	for ih := h0; ih < h1; ih += s.dh {
+		for iw := w0; iw < w1; iw += s.dw {
+			v := in[ih*s.w+iw]
+			if v > best || v != v {
+				best, at = v, ih*s.w+iw
+			}
+		}
+	}
+	return best, at
+}
+
+// maxPoolPlane max-pools one plane.
+func maxPoolPlane[T float32 | float64](s *poolShape, in, out []T, idx []int64) {
+	if in32, ok := any(in).([]float32); ok && maxPoolVec(s, len(in)) {
+		maxPoolPlaneVec(s, in32, any(out).([]float32), idx)
+		return
+	}
+	if s.isMax2x2() {
+		maxPool2x2(in, out, idx, s.w, s.oh, s.ow)
+		return
+	}
+	for oh := range s.oh {
+		for ow := range s.ow {
+			b, at := maxOne(s, in, oh, ow)
+			out[oh*s.ow+ow], idx[oh*s.ow+ow] = b, int64(at)
+		}
+	}
+}
+
+// maxPoolPlaneVec max-pools one plane with the vector loop where windows
+// lie inside the plane and maxOne at its borders.
+func maxPoolPlaneVec(s *poolShape, in, out []float32, idx []int64) {
+	// The windows of row oh lie inside when ih0 = oh·sh − ph ≥ 0 and
+	// ih0 + (kh−1)·dh < h, that is for oh in [ohLo, ohHi); those of column
+	// ow when 2·ow − pw ≥ 0 and 2·ow − pw + (kw−1)·dw < w, for ow in
+	// [owLo, owHi).
+	ohLo := min((s.ph+s.sh-1)/s.sh, s.oh)
+	ohHi := ohLo
+	if num := s.h - 1 + s.ph - (s.kh-1)*s.dh; num >= 0 {
+		ohHi = max(ohLo, min(s.oh, num/s.sh+1))
+	}
+	owLo := min((s.pw+1)/2, s.ow)
+	owHi := owLo
+	if num := s.w - 1 + s.pw - (s.kw-1)*s.dw; num >= 0 {
+		owHi = max(owLo, min(s.ow, num/2+1))
+	}
+	if owLo == owHi {
+		ohHi = ohLo
+	}
+	maxPoolBlock(s, in, out, idx, ohLo, ohHi, owLo, owHi)
+	for oh := range s.oh {
+		inner := oh >= ohLo && oh < ohHi
+		for ow := range s.ow {
+			if inner && ow >= owLo && ow < owHi {
+				continue
+			}
+			b, at := maxOne(s, in, oh, ow)
+			out[oh*s.ow+ow], idx[oh*s.ow+ow] = b, int64(at)
+		}
+	}
+}
+
 func poolForward[T float32 | float64](s *poolShape, op backend.PoolOp, x, y []T, idx []int64) {
 	HW, OHW := s.h*s.w, s.oh*s.ow
 	work := OHW * s.kh * s.kw
 	parallelFor(s.planes, max(1, minParallelFlops/max(1, work)), func(lo, hi int) {
 		for pl := lo; pl < hi; pl++ {
 			in, out := x[pl*HW:(pl+1)*HW], y[pl*OHW:(pl+1)*OHW]
+			if op == backend.MaxPool {
+				maxPoolPlane(s, in, out, idx[pl*OHW:(pl+1)*OHW])
+				continue
+			}
 			for oh := range s.oh {
 				for ow := range s.ow {
 					o := oh*s.ow + ow
-					if op == backend.MaxPool {
-						h0, h1, w0, w1 := s.maxWindow(oh, ow)
-						best, at := T(math.Inf(-1)), h0*s.w+w0
-						for ih := h0; ih < h1; ih += s.dh {
-							for iw := w0; iw < w1; iw += s.dw {
-								v := in[ih*s.w+iw]
-								if v > best || v != v {
-									best, at = v, ih*s.w+iw
-								}
-							}
-						}
-						out[o] = best
-						idx[pl*OHW+o] = int64(at)
-						continue
-					}
 					h0, h1, w0, w1, div := s.avgWindow(oh, ow)
 					if h0 >= h1 || w0 >= w1 {
 						out[o] = 0

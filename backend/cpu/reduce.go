@@ -12,8 +12,10 @@ import (
 // not grow with its length. Each output's terms are added in the row-major
 // order of the reduced axes, in fixed blocks of reduceBlock terms whose
 // partial sums are then added in order: the result depends on the shapes and
-// strides only, never on the number of threads. Var makes two passes (the
-// mean, then the sum of squared deviations from it).
+// strides only, never on the number of threads. (On the vector kernel
+// paths a contiguous run of float32 terms is summed in 8 or 4 interleaved
+// compensated lanes, merged in order: still a fixed order.) Var makes two
+// passes (the mean, then the sum of squared deviations from it).
 
 // reduceBlock is the number of terms of one output that one task sums.
 const reduceBlock = 1 << 14
@@ -77,6 +79,12 @@ func (a *acc) merge(p pass, b acc) {
 // sweepRun adds n elements of x, from o with stride st, to a. pos is the
 // reduced position of the first element; mean is used by passSqDev.
 func sweepRun[T float](p pass, x []T, o, st, n, pos int, mean float64, a *acc) {
+	if p == passSum && st == 1 {
+		if x32, ok := any(x).([]float32); ok {
+			k := sumRunVec(x32[o:o+n], a)
+			o, n, pos = o+k, n-k, pos+k
+		}
+	}
 	switch p {
 	case passSum, passSqDev:
 		s, c := a.s, a.c
@@ -113,6 +121,12 @@ func sweepRun[T float](p pass, x []T, o, st, n, pos int, mean float64, a *acc) {
 // sweepColumns folds one reduced position r (elements from xo with stride
 // xs) into the accumulators of m adjacent outputs.
 func sweepColumns[T float](p pass, x []T, xo, xs int, s, c, mean []float64, idx []int, r int) {
+	if p == passSum && xs == 1 {
+		if x32, ok := any(x).([]float32); ok {
+			k := sumColumnsVec(x32[xo:xo+len(s)], s, c)
+			s, c, xo = s[k:], c[k:], xo+k
+		}
+	}
 	switch p {
 	case passSum, passSqDev:
 		for k := range s {

@@ -82,7 +82,8 @@ const softmaxBlock = 32
 // [outer, dim, inner] around axis, each line x_{o,·,i} maps to
 // softmax(x)_d = e^{x_d − m} / Σ_k e^{x_k − m} with m = max_k x_k, or to
 // log-softmax x_d − m − log Σ_k e^{x_k − m}; subtracting m keeps e^· ≤ 1,
-// so large logits do not overflow. Sums accumulate in float64.
+// so large logits do not overflow. Sums accumulate in float64. (The vector
+// kernel paths compute float32 softmax rows' exponentials in float32.)
 func (c *Backend) Softmax(dst, x backend.View, axis int, log bool) error {
 	const k = "cpu: softmax"
 	if err := softmaxArgs(k, x.Shape, axis, x, dst); err != nil {
@@ -149,8 +150,14 @@ func softmaxGrain(dim, width int) int { return max(1, 16384/max(dim*width, 1)) }
 
 func softmaxLines[T float32 | float64](y, x []T, outer, dim, inner int, log bool) {
 	if inner == 1 {
+		y32, _ := any(y).([]float32)
+		x32, _ := any(x).([]float32)
+		vec := x32 != nil && !log
 		parallelFor(outer, softmaxGrain(dim, 1), func(lo, hi int) {
 			for o := lo; o < hi; o++ {
+				if vec && softmaxRowVec(y32[o*dim:(o+1)*dim], x32[o*dim:(o+1)*dim]) {
+					continue
+				}
 				softmaxRow(y[o*dim:(o+1)*dim], x[o*dim:(o+1)*dim], log)
 			}
 		})
@@ -235,9 +242,16 @@ func softmaxRow[T float32 | float64](y, x []T, log bool) {
 
 func softmaxGradLines[T float32 | float64](dx, y, dy []T, outer, dim, inner int, log bool) {
 	if inner == 1 {
+		dx32, _ := any(dx).([]float32)
+		y32, _ := any(y).([]float32)
+		dy32, _ := any(dy).([]float32)
+		vec := y32 != nil && !log
 		parallelFor(outer, softmaxGrain(dim, 1), func(lo, hi int) {
 			for o := lo; o < hi; o++ {
 				r := o * dim
+				if vec && softmaxGradRowVec(dx32[r:r+dim], y32[r:r+dim], dy32[r:r+dim]) {
+					continue
+				}
 				softmaxGradRow(dx[r:r+dim], y[r:r+dim], dy[r:r+dim], log)
 			}
 		})

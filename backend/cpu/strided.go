@@ -87,19 +87,71 @@ func (l *layout) inner() (n int, step [maxOperands]int) {
 	return l.shape[r], step
 }
 
+// maxWalkDims is the most outer axes a walk keeps in fixed-size arrays;
+// layouts with more (rank above 17 after coalescing) take a slower path.
+const maxWalkDims = 16
+
+// walker steps through the rows of a layout: the index of the current row
+// on each outer axis and every operand's offset at the row's start.
+type walker struct {
+	outer int
+	shape [maxWalkDims]int
+	step  [maxWalkDims][maxOperands]int // step[d][i]: operand i's stride on axis d
+	index [maxWalkDims]int
+	off   [maxOperands]int
+}
+
+// start positions w at row r of l, which has at most maxWalkDims outer
+// axes.
+func (w *walker) start(l *layout, r int) {
+	w.outer = len(l.shape) - 1
+	w.off = l.offset
+	for d := w.outer - 1; d >= 0; d-- {
+		w.shape[d] = l.shape[d]
+		for i := 0; i < l.k; i++ {
+			w.step[d][i] = l.strides[i][d]
+		}
+		w.index[d] = r % w.shape[d]
+		r /= w.shape[d]
+		for i := range maxOperands {
+			w.off[i] += w.index[d] * w.step[d][i]
+		}
+	}
+}
+
+// next moves w to the following row.
+func (w *walker) next() {
+	for d := w.outer - 1; d >= 0; d-- {
+		w.index[d]++
+		for i := range maxOperands {
+			w.off[i] += w.step[d][i]
+		}
+		if w.index[d] < w.shape[d] {
+			return
+		}
+		for i := range maxOperands {
+			w.off[i] -= w.shape[d] * w.step[d][i]
+		}
+		w.index[d] = 0
+	}
+}
+
 // each calls fn with every operand's starting offset for rows [lo, hi).
 func (l *layout) each(lo, hi int, fn func(off [maxOperands]int)) {
 	if lo >= hi {
 		return
 	}
-	outer := len(l.shape) - 1
-	var idx [16]int
-	var index []int
-	if outer <= len(idx) {
-		index = idx[:outer]
-	} else {
-		index = make([]int, outer)
+	if len(l.shape)-1 <= maxWalkDims {
+		var w walker
+		w.start(l, lo)
+		for row := lo; row < hi; row++ {
+			fn(w.off)
+			w.next()
+		}
+		return
 	}
+	outer := len(l.shape) - 1
+	index := make([]int, outer)
 	off := l.offset
 	rem := lo
 	for d := outer - 1; d >= 0; d-- {

@@ -335,6 +335,9 @@ func (b *Backend) Binary(op backend.BinaryOp, dst, x, y backend.View) error {
 	if x.DType != y.DType {
 		return fmt.Errorf("cuda: binary: a dtype %v, b dtype %v", x.DType, y.DType)
 	}
+	if op.IsActivationGrad() {
+		return fmt.Errorf("cuda: binary: op %d: %w", op, backend.ErrUnimplemented)
+	}
 	if op > backend.Ge {
 		return fmt.Errorf("cuda: binary: unknown op %d", op)
 	}

@@ -8,14 +8,13 @@ import (
 )
 
 // SGDParams are the settings of one fused SGD update, with PyTorch's
-// meaning.
-type SGDParams struct {
-	LR, Momentum, Dampening, WeightDecay float64
-	Nesterov                             bool
-	// First marks the first step, on which the momentum buffer is set to
-	// the gradient instead of being decayed.
-	First bool
-}
+// meaning (backend.SGDParams).
+type SGDParams = backend.SGDParams
+
+var (
+	_ backend.FusedSGD   = (*Backend)(nil)
+	_ backend.FusedAdamW = (*Backend)(nil)
+)
 
 // SGDStep updates param in place from grad in one kernel:
 //
@@ -42,11 +41,8 @@ func (b *Backend) SGDStep(param, grad, buf backend.View, p SGDParams) error {
 }
 
 // AdamWParams are the settings of one fused AdamW update; Step counts from
-// 1.
-type AdamWParams struct {
-	LR, Beta1, Beta2, Eps, WeightDecay float64
-	Step                               int
-}
+// 1 (backend.AdamWParams).
+type AdamWParams = backend.AdamWParams
 
 // AdamWStep updates param and the moments m and v in place from grad in one
 // kernel (decoupled weight decay, bias-corrected moments, as

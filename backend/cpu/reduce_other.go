@@ -1,0 +1,9 @@
+//go:build !amd64 || purego
+
+package cpu
+
+// sumColumnsVec returns 0: other CPUs run the Go loops.
+func sumColumnsVec(x []float32, s, c []float64) int { return 0 }
+
+// sumRunVec returns 0: other CPUs run the Go loops.
+func sumRunVec(x []float32, a *acc) int { return 0 }
