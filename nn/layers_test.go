@@ -276,3 +276,58 @@ func TestNoLeaks(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchNormForwardReLU checks that the fused form computes ReLU of the
+// batch norm — outputs, running statistics, counter and every gradient —
+// in training and in evaluation.
+func TestBatchNormForwardReLU(t *testing.T) {
+	g := tensor.NewGenerator(3)
+	x0 := g.Normal(tensor.Shape{4, 3, 5, 5}, 0.3, 1)
+	defer x0.Release()
+	a, b := NewBatchNorm2d(3, BatchNormOptions{}), NewBatchNorm2d(3, BatchNormOptions{})
+	defer a.Release()
+	defer b.Release()
+	for _, bn := range []*BatchNorm2d{a, b} {
+		bn.Weight.Value.CopyFrom(g.Uniform(tensor.Shape{3}, 0.5, 1.5))
+		bn.Bias.Value.CopyFrom(g.Uniform(tensor.Shape{3}, -0.5, 0.5))
+	}
+	b.Weight.Value.CopyFrom(a.Weight.Value)
+	b.Bias.Value.CopyFrom(a.Bias.Value)
+	for _, training := range []bool{true, false} {
+		a.SetTraining(training)
+		b.SetTraining(training)
+		xa, xb := autograd.Param(x0.Clone()), autograd.Param(x0.Clone())
+		ya := a.ForwardReLU(xa)
+		yb0 := b.Forward(xb)
+		yb := autograd.ReLU(yb0)
+		// A weighted sum, so that the gradient reaching the batch norm is
+		// not the same for every element.
+		w := autograd.Const(g.Normal(tensor.Shape{4, 3, 5, 5}, 0, 1))
+		la, lb := autograd.Sum(autograd.Mul(ya, w)), autograd.Sum(autograd.Mul(yb, w))
+		la.Backward()
+		lb.Backward()
+		pairs := [][2]*tensor.Tensor{
+			{ya.Value, yb.Value}, {a.RunningMean, b.RunningMean}, {a.RunningVar, b.RunningVar},
+			{xa.Grad(), xb.Grad()}, {a.Weight.Grad(), b.Weight.Grad()}, {a.Bias.Grad(), b.Bias.Grad()},
+		}
+		for i, p := range pairs {
+			if p[0] == nil || p[1] == nil {
+				t.Fatalf("training %v: pair %d missing", training, i)
+			}
+			got, want := p[0].Float64s(), p[1].Float64s()
+			for j := range want {
+				if math.Abs(got[j]-want[j]) > 1e-5*(1+math.Abs(want[j])) {
+					t.Fatalf("training %v: pair %d element %d: fused %v, composed %v", training, i, j, got[j], want[j])
+				}
+			}
+		}
+		if a.NumBatchesTracked.Item() != b.NumBatchesTracked.Item() {
+			t.Errorf("counters %v and %v", a.NumBatchesTracked.Item(), b.NumBatchesTracked.Item())
+		}
+		for _, v := range []*autograd.Var{ya, yb, yb0, xa, xb, w, la, lb} {
+			v.Release()
+		}
+		ZeroGrad(a)
+		ZeroGrad(b)
+	}
+}

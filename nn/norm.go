@@ -74,8 +74,23 @@ func NewBatchNorm2d(c int, opt BatchNormOptions, opts ...tensor.Option) *BatchNo
 
 // Forward normalises x [N, C, H, W].
 func (bn *BatchNorm2d) Forward(x *autograd.Var) *autograd.Var {
+	p := bn.params("Forward", x)
+	return autograd.BatchNorm(x, bn.Weight, bn.Bias, bn.RunningMean, bn.RunningVar, p)
+}
+
+// ForwardReLU returns ReLU(bn.Forward(x)) as one operation
+// (autograd.BatchNormReLU), which saves passes over the activations where
+// the device fuses the two.
+func (bn *BatchNorm2d) ForwardReLU(x *autograd.Var) *autograd.Var {
+	p := bn.params("ForwardReLU", x)
+	return autograd.BatchNormReLU(x, bn.Weight, bn.Bias, bn.RunningMean, bn.RunningVar, p)
+}
+
+// params checks x, counts the batch in training and returns the settings
+// of the normalisation.
+func (bn *BatchNorm2d) params(op string, x *autograd.Var) tensor.NormParams {
 	if x.Value.Dim() != 4 || x.Value.Size(1) != bn.Features {
-		panic(fmt.Sprintf("nn: BatchNorm2d(%d): input of shape %v; want [N, %d, H, W]", bn.Features, x.Value.Shape(), bn.Features))
+		panic(fmt.Sprintf("nn: BatchNorm2d(%d).%s: input of shape %v; want [N, %d, H, W]", bn.Features, op, x.Value.Shape(), bn.Features))
 	}
 	p := tensor.NormParams{Eps: bn.Eps, Momentum: bn.Momentum, Training: bn.Training() || bn.RunningMean == nil}
 	if bn.Training() && bn.NumBatchesTracked != nil {
@@ -86,7 +101,7 @@ func (bn *BatchNorm2d) Forward(x *autograd.Var) *autograd.Var {
 			p.Momentum = 1 / bn.NumBatchesTracked.Item()
 		}
 	}
-	return autograd.BatchNorm(x, bn.Weight, bn.Bias, bn.RunningMean, bn.RunningVar, p)
+	return p
 }
 
 // LayerNormOptions are the settings of a LayerNorm. Zero values mean

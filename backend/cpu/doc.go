@@ -5,7 +5,10 @@
 // run on register-blocked SGEMM micro-kernels in Go assembly — 14×32 for
 // AVX-512, 6×16 for AVX2+FMA — over packed panels, chosen at run time from
 // the CPU's features; the pure-Go kernels remain for other CPUs and as the
-// reference in tests. FLOCK_CPU_KERNELS=avx512|avx2|go|auto forces a path.
+// reference in tests. Elementwise operations, activation gradients,
+// normalisation, softmax, pooling, bias sums and the fused optimizer updates
+// have AVX-512 and AVX2 loops with Go twins too. FLOCK_CPU_KERNELS=
+// avx512|avx2|go|auto forces one path for all of them.
 // BLAS32 offers the same SGEMM through gonum's blas.Float32 interface.
 //
 // Importing the package registers it as "cpu" (the tensor package does so,

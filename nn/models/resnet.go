@@ -318,8 +318,7 @@ func (r *ResNet) Forward(x *autograd.Var) *autograd.Var {
 		panic(fmt.Sprintf("models: ResNet: input of shape %v; want [N, %d, H, W]", x.Value.Shape(), r.Conv1.In))
 	}
 	h := r.Conv1.Forward(x)
-	h = andRelease(h, r.BN1.Forward)
-	h = andRelease(h, autograd.ReLU)
+	h = andRelease(h, r.BN1.ForwardReLU)
 	if r.MaxPool != nil {
 		h = andRelease(h, r.MaxPool.Forward)
 	}
@@ -370,8 +369,7 @@ type BasicBlock struct {
 // Forward applies the block to x [N, In, H, W].
 func (b *BasicBlock) Forward(x *autograd.Var) *autograd.Var {
 	h := b.Conv1.Forward(x)
-	h = andRelease(h, b.BN1.Forward)
-	h = andRelease(h, autograd.ReLU)
+	h = andRelease(h, b.BN1.ForwardReLU)
 	h = andRelease(h, b.Conv2.Forward)
 	h = andRelease(h, b.BN2.Forward)
 	return addShortcut(h, x, b.Downsample)
@@ -399,11 +397,9 @@ type Bottleneck struct {
 // Forward applies the block to x [N, In, H, W].
 func (b *Bottleneck) Forward(x *autograd.Var) *autograd.Var {
 	h := b.Conv1.Forward(x)
-	h = andRelease(h, b.BN1.Forward)
-	h = andRelease(h, autograd.ReLU)
+	h = andRelease(h, b.BN1.ForwardReLU)
 	h = andRelease(h, b.Conv2.Forward)
-	h = andRelease(h, b.BN2.Forward)
-	h = andRelease(h, autograd.ReLU)
+	h = andRelease(h, b.BN2.ForwardReLU)
 	h = andRelease(h, b.Conv3.Forward)
 	h = andRelease(h, b.BN3.Forward)
 	return addShortcut(h, x, b.Downsample)
