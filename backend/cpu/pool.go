@@ -9,73 +9,19 @@ import (
 )
 
 // poolShape is a validated 2-D pooling.
-type poolShape struct {
-	planes         int // N·C
-	h, w, oh, ow   int
-	kh, kw, sh, sw int
-	ph, pw, dh, dw int
-	includePad     bool
-}
+type poolShape struct{ backend.Pool2dGeometry }
 
 func poolGeometry(kernel string, op backend.PoolOp, x, y, indices backend.View, p backend.PoolParams) (poolShape, error) {
-	var s poolShape
-	fail := func(format string, args ...any) (poolShape, error) {
-		return s, fmt.Errorf("cpu: %s: x%v, y%v, %+v: %s", kernel, x.Shape, y.Shape, p, fmt.Sprintf(format, args...))
+	g, err := backend.CheckPool2d(op, x, y, indices, p)
+	if err != nil {
+		return poolShape{}, fmt.Errorf("cpu: %s: %w", kernel, err)
 	}
-	dt := x.DType
-	if dt != backend.Float32 && dt != backend.Float64 {
-		return fail("dtype %v, want float32 or float64", dt)
-	}
-	if y.DType != dt {
-		return fail("dtypes %v and %v differ", x.DType, y.DType)
-	}
-	if len(x.Shape) != 4 || len(y.Shape) != 4 {
-		return fail("operands must be 4-D")
-	}
-	switch op {
-	case backend.MaxPool:
-		if indices.IsZero() || indices.DType != backend.Int64 || !indices.Shape.Equal(y.Shape) {
-			return fail("max pooling needs int64 indices of the output's shape")
-		}
-	case backend.AvgPool:
-		if !indices.IsZero() {
-			return fail("average pooling takes no indices")
-		}
-		if p.DilationH != 1 || p.DilationW != 1 {
-			return fail("average pooling has no dilation (set it to 1)")
-		}
-	default:
-		return fail("unknown pooling op %d", op)
-	}
-	views := []backend.View{x, y}
-	if !indices.IsZero() {
-		views = append(views, indices)
-	}
-	for i, v := range views {
-		if !v.IsContiguous() || !fits(v) {
-			return fail("operand %d is not a contiguous view inside its buffer", i)
+	for i, v := range []backend.View{x, y, indices} {
+		if !v.IsZero() && (!v.IsContiguous() || !fits(v)) {
+			return poolShape{}, fmt.Errorf("cpu: %s: x%v, y%v, %+v: operand %d is not a contiguous view inside its buffer", kernel, x.Shape, y.Shape, p, i)
 		}
 	}
-	if p.KernelH < 1 || p.KernelW < 1 || p.StrideH < 1 || p.StrideW < 1 || p.DilationH < 1 || p.DilationW < 1 {
-		return fail("kernel, stride and dilation must be ≥ 1")
-	}
-	if p.PadH < 0 || p.PadW < 0 || p.PadH > p.KernelH/2 || p.PadW > p.KernelW/2 {
-		return fail("padding must be between 0 and half the kernel")
-	}
-	s = poolShape{
-		planes: x.Shape[0] * x.Shape[1], h: x.Shape[2], w: x.Shape[3],
-		kh: p.KernelH, kw: p.KernelW, sh: p.StrideH, sw: p.StrideW,
-		ph: p.PadH, pw: p.PadW, dh: p.DilationH, dw: p.DilationW,
-		includePad: p.CountIncludePad,
-	}
-	s.oh, s.ow = p.OutputSize(s.h, s.w)
-	if s.oh < 1 || s.ow < 1 || s.h+2*s.ph < s.dh*(s.kh-1)+1 || s.w+2*s.pw < s.dw*(s.kw-1)+1 {
-		return fail("the window does not fit the padded input")
-	}
-	if want := (backend.Shape{x.Shape[0], x.Shape[1], s.oh, s.ow}); !y.Shape.Equal(want) {
-		return fail("output shape must be %v", want)
-	}
-	return s, nil
+	return poolShape{g}, nil
 }
 
 // Pool2d implements backend.Backend. Max pooling follows PyTorch exactly:
@@ -123,7 +69,7 @@ func (c *Backend) Pool2dBackward(op backend.PoolOp, dx, dy, indices backend.View
 		poolBackward(&s, op, F64(dx)[dx.Offset:], F64(dy)[dy.Offset:], idx, &bad)
 	}
 	if i := bad.Load(); i >= 0 {
-		return fmt.Errorf("cpu: pool2d backward: index %d outside a %d×%d plane", i, s.h, s.w)
+		return fmt.Errorf("cpu: pool2d backward: index %d outside a %d×%d plane", i, s.H, s.W)
 	}
 	return nil
 }
@@ -131,12 +77,12 @@ func (c *Backend) Pool2dBackward(op backend.PoolOp, dx, dy, indices backend.View
 // avgWindow returns the input rows [h0, h1) (and likewise columns) of output
 // (oh, ow) for average pooling, clipped to the input, and the divisor.
 func (s *poolShape) avgWindow(oh, ow int) (h0, h1, w0, w1, div int) {
-	h0, w0 = oh*s.sh-s.ph, ow*s.sw-s.pw
-	h1, w1 = min(h0+s.kh, s.h+s.ph), min(w0+s.kw, s.w+s.pw)
+	h0, w0 = oh*s.SH-s.PH, ow*s.SW-s.PW
+	h1, w1 = min(h0+s.KH, s.H+s.PH), min(w0+s.KW, s.W+s.PW)
 	div = (h1 - h0) * (w1 - w0)
 	h0, w0 = max(h0, 0), max(w0, 0)
-	h1, w1 = min(h1, s.h), min(w1, s.w)
-	if !s.includePad {
+	h1, w1 = min(h1, s.H), min(w1, s.W)
+	if !s.IncludePad {
 		div = (h1 - h0) * (w1 - w0)
 	}
 	return h0, h1, w0, w1, div
@@ -145,14 +91,14 @@ func (s *poolShape) avgWindow(oh, ow int) (h0, h1, w0, w1, div int) {
 // maxWindow returns the first row and column of output (oh, ow)'s window
 // inside the input and the ends of its ranges (step dh and dw).
 func (s *poolShape) maxWindow(oh, ow int) (h0, h1, w0, w1 int) {
-	h0, w0 = oh*s.sh-s.ph, ow*s.sw-s.pw
-	h1 = min(h0+(s.kh-1)*s.dh+1, s.h)
-	w1 = min(w0+(s.kw-1)*s.dw+1, s.w)
+	h0, w0 = oh*s.SH-s.PH, ow*s.SW-s.PW
+	h1 = min(h0+(s.KH-1)*s.DH+1, s.H)
+	w1 = min(w0+(s.KW-1)*s.DW+1, s.W)
 	for h0 < 0 {
-		h0 += s.dh
+		h0 += s.DH
 	}
 	for w0 < 0 {
-		w0 += s.dw
+		w0 += s.DW
 	}
 	return h0, h1, w0, w1
 }
@@ -160,8 +106,8 @@ func (s *poolShape) maxWindow(oh, ow int) (h0, h1, w0, w1 int) {
 // isMax2x2 reports whether s is max pooling's most common form: 2×2
 // windows, stride 2, no padding or dilation.
 func (s *poolShape) isMax2x2() bool {
-	return s.kh == 2 && s.kw == 2 && s.sh == 2 && s.sw == 2 && s.ph == 0 && s.pw == 0 &&
-		s.dh == 1 && s.dw == 1 && 2*s.oh <= s.h && 2*s.ow <= s.w
+	return s.KH == 2 && s.KW == 2 && s.SH == 2 && s.SW == 2 && s.PH == 0 && s.PW == 0 &&
+		s.DH == 1 && s.DW == 1 && 2*s.OH <= s.H && 2*s.OW <= s.W
 }
 
 // maxPool2x2 is max pooling of one plane in 2×2 windows of stride 2, with
@@ -191,12 +137,12 @@ func maxPool2x2[T float32 | float64](in, out []T, idx []int64, w, oh, ow int) {
 // in the plane: the first maximum in row-major order, or the last NaN.
 func maxOne[T float32 | float64](s *poolShape, in []T, oh, ow int) (T, int) {
 	h0, h1, w0, w1 := s.maxWindow(oh, ow)
-	best, at := T(math.Inf(-1)), h0*s.w+w0
-	for ih := h0; ih < h1; ih += s.dh {
-		for iw := w0; iw < w1; iw += s.dw {
-			v := in[ih*s.w+iw]
+	best, at := T(math.Inf(-1)), h0*s.W+w0
+	for ih := h0; ih < h1; ih += s.DH {
+		for iw := w0; iw < w1; iw += s.DW {
+			v := in[ih*s.W+iw]
 			if v > best || v != v {
-				best, at = v, ih*s.w+iw
+				best, at = v, ih*s.W+iw
 			}
 		}
 	}
@@ -210,13 +156,13 @@ func maxPoolPlane[T float32 | float64](s *poolShape, in, out []T, idx []int64) {
 		return
 	}
 	if s.isMax2x2() {
-		maxPool2x2(in, out, idx, s.w, s.oh, s.ow)
+		maxPool2x2(in, out, idx, s.W, s.OH, s.OW)
 		return
 	}
-	for oh := range s.oh {
-		for ow := range s.ow {
+	for oh := range s.OH {
+		for ow := range s.OW {
 			b, at := maxOne(s, in, oh, ow)
-			out[oh*s.ow+ow], idx[oh*s.ow+ow] = b, int64(at)
+			out[oh*s.OW+ow], idx[oh*s.OW+ow] = b, int64(at)
 		}
 	}
 }
@@ -228,45 +174,45 @@ func maxPoolPlaneVec(s *poolShape, in, out []float32, idx []int64) {
 	// ih0 + (kh−1)·dh < h, that is for oh in [ohLo, ohHi); those of column
 	// ow when 2·ow − pw ≥ 0 and 2·ow − pw + (kw−1)·dw < w, for ow in
 	// [owLo, owHi).
-	ohLo := min((s.ph+s.sh-1)/s.sh, s.oh)
+	ohLo := min((s.PH+s.SH-1)/s.SH, s.OH)
 	ohHi := ohLo
-	if num := s.h - 1 + s.ph - (s.kh-1)*s.dh; num >= 0 {
-		ohHi = max(ohLo, min(s.oh, num/s.sh+1))
+	if num := s.H - 1 + s.PH - (s.KH-1)*s.DH; num >= 0 {
+		ohHi = max(ohLo, min(s.OH, num/s.SH+1))
 	}
-	owLo := min((s.pw+1)/2, s.ow)
+	owLo := min((s.PW+1)/2, s.OW)
 	owHi := owLo
-	if num := s.w - 1 + s.pw - (s.kw-1)*s.dw; num >= 0 {
-		owHi = max(owLo, min(s.ow, num/2+1))
+	if num := s.W - 1 + s.PW - (s.KW-1)*s.DW; num >= 0 {
+		owHi = max(owLo, min(s.OW, num/2+1))
 	}
 	if owLo == owHi {
 		ohHi = ohLo
 	}
 	maxPoolBlock(s, in, out, idx, ohLo, ohHi, owLo, owHi)
-	for oh := range s.oh {
+	for oh := range s.OH {
 		inner := oh >= ohLo && oh < ohHi
-		for ow := range s.ow {
+		for ow := range s.OW {
 			if inner && ow >= owLo && ow < owHi {
 				continue
 			}
 			b, at := maxOne(s, in, oh, ow)
-			out[oh*s.ow+ow], idx[oh*s.ow+ow] = b, int64(at)
+			out[oh*s.OW+ow], idx[oh*s.OW+ow] = b, int64(at)
 		}
 	}
 }
 
 func poolForward[T float32 | float64](s *poolShape, op backend.PoolOp, x, y []T, idx []int64) {
-	HW, OHW := s.h*s.w, s.oh*s.ow
-	work := OHW * s.kh * s.kw
-	parallelFor(s.planes, max(1, minParallelFlops/max(1, work)), func(lo, hi int) {
+	HW, OHW := s.H*s.W, s.OH*s.OW
+	work := OHW * s.KH * s.KW
+	parallelFor(s.Planes, max(1, minParallelFlops/max(1, work)), func(lo, hi int) {
 		for pl := lo; pl < hi; pl++ {
 			in, out := x[pl*HW:(pl+1)*HW], y[pl*OHW:(pl+1)*OHW]
 			if op == backend.MaxPool {
 				maxPoolPlane(s, in, out, idx[pl*OHW:(pl+1)*OHW])
 				continue
 			}
-			for oh := range s.oh {
-				for ow := range s.ow {
-					o := oh*s.ow + ow
+			for oh := range s.OH {
+				for ow := range s.OW {
+					o := oh*s.OW + ow
 					h0, h1, w0, w1, div := s.avgWindow(oh, ow)
 					if h0 >= h1 || w0 >= w1 {
 						out[o] = 0
@@ -274,7 +220,7 @@ func poolForward[T float32 | float64](s *poolShape, op backend.PoolOp, x, y []T,
 					}
 					var sum T
 					for ih := h0; ih < h1; ih++ {
-						for _, v := range in[ih*s.w+w0 : ih*s.w+w1] {
+						for _, v := range in[ih*s.W+w0 : ih*s.W+w1] {
 							sum += v
 						}
 					}
@@ -286,12 +232,12 @@ func poolForward[T float32 | float64](s *poolShape, op backend.PoolOp, x, y []T,
 }
 
 func poolBackward[T float32 | float64](s *poolShape, op backend.PoolOp, dx, dy []T, idx []int64, bad *atomic.Int64) {
-	HW, OHW := s.h*s.w, s.oh*s.ow
+	HW, OHW := s.H*s.W, s.OH*s.OW
 	work := OHW
 	if op == backend.AvgPool {
-		work *= s.kh * s.kw
+		work *= s.KH * s.KW
 	}
-	parallelFor(s.planes, max(1, minParallelFlops/max(1, work)), func(lo, hi int) {
+	parallelFor(s.Planes, max(1, minParallelFlops/max(1, work)), func(lo, hi int) {
 		for pl := lo; pl < hi; pl++ {
 			in, out := dx[pl*HW:(pl+1)*HW], dy[pl*OHW:(pl+1)*OHW]
 			clear(in)
@@ -305,12 +251,12 @@ func poolBackward[T float32 | float64](s *poolShape, op backend.PoolOp, dx, dy [
 				}
 				continue
 			}
-			for oh := range s.oh {
-				for ow := range s.ow {
+			for oh := range s.OH {
+				for ow := range s.OW {
 					h0, h1, w0, w1, div := s.avgWindow(oh, ow)
-					g := out[oh*s.ow+ow] / T(div)
+					g := out[oh*s.OW+ow] / T(div)
 					for ih := h0; ih < h1; ih++ {
-						row := in[ih*s.w+w0 : ih*s.w+max(w0, w1)]
+						row := in[ih*s.W+w0 : ih*s.W+max(w0, w1)]
 						for i := range row {
 							row[i] += g
 						}

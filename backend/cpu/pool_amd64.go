@@ -16,7 +16,7 @@ func maxPoolS2AVX512(out []float32, idx []int64, x []float32, a *maxPoolArgs)
 // maxPoolVec reports whether the kernel path has a vector loop for max
 // pooling s over planes of n elements: column stride 2, AVX-512.
 func maxPoolVec(s *poolShape, n int) bool {
-	return s.sw == 2 && n < 1<<31 && activeVec() == vecAVX512
+	return s.SW == 2 && n < 1<<31 && activeVec() == vecAVX512
 }
 
 // maxPoolBlock max-pools outputs [oh0, oh1) × [ow0, ow1) of the plane in,
@@ -27,14 +27,14 @@ func maxPoolBlock(s *poolShape, in, out []float32, idx []int64, oh0, oh1, ow0, o
 	}
 	// The last output read and the last input tap, for the bounds checks
 	// the assembly does not make.
-	lastOut := (oh1-1)*s.ow + ow1 - 1
-	lastIn := ((oh1-1)*s.sh-s.ph+(s.kh-1)*s.dh)*s.w + 2*(ow1-1) - s.pw + (s.kw-1)*s.dw
+	lastOut := (oh1-1)*s.OW + ow1 - 1
+	lastIn := ((oh1-1)*s.SH-s.PH+(s.KH-1)*s.DH)*s.W + 2*(ow1-1) - s.PW + (s.KW-1)*s.DW
 	_, _, _ = out[lastOut], idx[lastOut], in[lastIn]
 	a := maxPoolArgs{
-		off: (oh0*s.sh-s.ph)*s.w + 2*ow0 - s.pw, w: s.w,
-		kh: s.kh, kw: s.kw, dh: s.dh, dw: s.dw,
-		n: ow1 - ow0, rows: oh1 - oh0, ostride: s.ow, istep: s.sh * s.w,
+		off: (oh0*s.SH-s.PH)*s.W + 2*ow0 - s.PW, w: s.W,
+		kh: s.KH, kw: s.KW, dh: s.DH, dw: s.DW,
+		n: ow1 - ow0, rows: oh1 - oh0, ostride: s.OW, istep: s.SH * s.W,
 	}
-	o := oh0*s.ow + ow0
+	o := oh0*s.OW + ow0
 	maxPoolS2AVX512(out[o:], idx[o:], in, &a)
 }

@@ -10,7 +10,7 @@ func maxPoolBlock(s *poolShape, in, out []float32, idx []int64, oh0, oh1, ow0, o
 	for oh := oh0; oh < oh1; oh++ {
 		for ow := ow0; ow < ow1; ow++ {
 			b, at := maxOne(s, in, oh, ow)
-			out[oh*s.ow+ow], idx[oh*s.ow+ow] = b, int64(at)
+			out[oh*s.OW+ow], idx[oh*s.OW+ow] = b, int64(at)
 		}
 	}
 }

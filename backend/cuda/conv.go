@@ -17,8 +17,8 @@ type convGeom struct {
 }
 
 func (g convGeom) window() poolGeom {
-	return poolGeom{h: g.h, w: g.w, oh: g.oh, ow: g.ow, kh: g.kh, kw: g.kw, sh: g.p.StrideH, sw: g.p.StrideW,
-		ph: g.p.PadH, pw: g.p.PadW, dh: g.p.DilationH, dw: g.p.DilationW}
+	return poolGeom{backend.Pool2dGeometry{H: g.h, W: g.w, OH: g.oh, OW: g.ow, KH: g.kh, KW: g.kw, SH: g.p.StrideH, SW: g.p.StrideW,
+		PH: g.p.PadH, PW: g.p.PadW, DH: g.p.DilationH, DW: g.p.DilationW}}
 }
 
 func (b *Backend) convGeometry(kernel string, x, w, y backend.View, p backend.ConvParams) (convGeom, error) {

@@ -8,82 +8,31 @@ import (
 
 // poolGeom is a validated 2-D pooling (or convolution window) geometry, in
 // the order the kernels read it (PoolGeom in pool.cu).
-type poolGeom struct {
-	planes                 int
-	h, w, oh, ow           int
-	kh, kw, sh, sw, ph, pw int
-	dh, dw                 int
-	includePad             bool
-}
+type poolGeom struct{ backend.Pool2dGeometry }
 
 // pack adds the geometry as two Dims.
 func (g poolGeom) pack(a *Args) {
-	a.I64s([]int64{int64(g.h), int64(g.w), int64(g.oh), int64(g.ow), int64(g.kh), int64(g.kw), int64(g.sh), int64(g.sw)}, maxDims)
-	a.I64s([]int64{int64(g.ph), int64(g.pw), int64(g.dh), int64(g.dw)}, maxDims)
+	a.I64s([]int64{int64(g.H), int64(g.W), int64(g.OH), int64(g.OW), int64(g.KH), int64(g.KW), int64(g.SH), int64(g.SW)}, maxDims)
+	a.I64s([]int64{int64(g.PH), int64(g.PW), int64(g.DH), int64(g.DW)}, maxDims)
 }
 
 func (b *Backend) poolGeometry(kernel string, op backend.PoolOp, x, y, indices backend.View, p backend.PoolParams) (poolGeom, error) {
-	var g poolGeom
-	fail := func(format string, args ...any) (poolGeom, error) {
-		return g, fmt.Errorf("cuda: %s: x%v, y%v, %+v: %s", kernel, x.Shape, y.Shape, p, fmt.Sprintf(format, args...))
+	g, err := backend.CheckPool2d(op, x, y, indices, p)
+	if err != nil {
+		return poolGeom{}, fmt.Errorf("cuda: %s: %w", kernel, err)
 	}
-	dt := x.DType
-	if dt != backend.Float32 && dt != backend.Float64 {
-		return fail("dtype %v, want float32 or float64", dt)
-	}
-	if y.DType != dt {
-		return fail("dtypes %v and %v differ", x.DType, y.DType)
-	}
-	if len(x.Shape) != 4 || len(y.Shape) != 4 {
-		return fail("operands must be 4-D")
-	}
-	switch op {
-	case backend.MaxPool:
-		if indices.IsZero() || indices.DType != backend.Int64 || !indices.Shape.Equal(y.Shape) {
-			return fail("max pooling needs int64 indices of the output's shape")
+	for i, v := range []backend.View{x, y, indices} {
+		if v.IsZero() {
+			continue
 		}
-	case backend.AvgPool:
-		if !indices.IsZero() {
-			return fail("average pooling takes no indices")
-		}
-		if p.DilationH != 1 || p.DilationW != 1 {
-			return fail("average pooling has no dilation (set it to 1)")
-		}
-	default:
-		return fail("unknown pooling op %d", op)
-	}
-	views := []backend.View{x, y}
-	if !indices.IsZero() {
-		views = append(views, indices)
-	}
-	for i, v := range views {
 		if err := b.checkView(kernel, fmt.Sprintf("operand %d", i), v); err != nil {
-			return g, err
+			return poolGeom{}, err
 		}
 		if !v.IsContiguous() {
-			return fail("operand %d is not contiguous", i)
+			return poolGeom{}, fmt.Errorf("cuda: %s: x%v, y%v, %+v: operand %d is not contiguous", kernel, x.Shape, y.Shape, p, i)
 		}
 	}
-	if p.KernelH < 1 || p.KernelW < 1 || p.StrideH < 1 || p.StrideW < 1 || p.DilationH < 1 || p.DilationW < 1 {
-		return fail("kernel, stride and dilation must be ≥ 1")
-	}
-	if p.PadH < 0 || p.PadW < 0 || p.PadH > p.KernelH/2 || p.PadW > p.KernelW/2 {
-		return fail("padding must be between 0 and half the kernel")
-	}
-	g = poolGeom{
-		planes: x.Shape[0] * x.Shape[1], h: x.Shape[2], w: x.Shape[3],
-		kh: p.KernelH, kw: p.KernelW, sh: p.StrideH, sw: p.StrideW,
-		ph: p.PadH, pw: p.PadW, dh: p.DilationH, dw: p.DilationW,
-		includePad: p.CountIncludePad,
-	}
-	g.oh, g.ow = p.OutputSize(g.h, g.w)
-	if g.oh < 1 || g.ow < 1 || g.h+2*g.ph < g.dh*(g.kh-1)+1 || g.w+2*g.pw < g.dw*(g.kw-1)+1 {
-		return fail("the window does not fit the padded input")
-	}
-	if want := (backend.Shape{x.Shape[0], x.Shape[1], g.oh, g.ow}); !y.Shape.Equal(want) {
-		return fail("output shape must be %v", want)
-	}
-	return g, nil
+	return poolGeom{g}, nil
 }
 
 // Pool2d implements backend.Backend with PyTorch's semantics (as the CPU
@@ -95,7 +44,7 @@ func (b *Backend) Pool2d(op backend.PoolOp, dst, indices, x backend.View, p back
 	if err != nil {
 		return err
 	}
-	total := g.planes * g.oh * g.ow
+	total := g.Planes * g.OH * g.OW
 	t := typeTag(x.DType)
 	a := new(Args)
 	if op == backend.MaxPool {
@@ -105,7 +54,7 @@ func (b *Backend) Pool2d(op backend.PoolOp, dst, indices, x backend.View, p back
 	}
 	a.Ptr(b.ptr(dst)).Ptr(b.ptr(x)).I64(int64(total))
 	g.pack(a)
-	a.Int(boolInt(g.includePad))
+	a.Int(boolInt(g.IncludePad))
 	return b.launchN("pool", "pool_avg_"+t, total, a)
 }
 
@@ -120,27 +69,27 @@ func (b *Backend) Pool2dBackward(op backend.PoolOp, dx, dy, indices backend.View
 	}
 	t := typeTag(dx.DType)
 	if op == backend.AvgPool {
-		total := g.planes * g.h * g.w
+		total := g.Planes * g.H * g.W
 		a := new(Args)
 		a.Ptr(b.ptr(dx)).Ptr(b.ptr(dy)).I64(int64(total))
 		g.pack(a)
-		a.Int(boolInt(g.includePad))
+		a.Int(boolInt(g.IncludePad))
 		return b.launchN("pool", "pool_avg_back_"+t, total, a)
 	}
 	if err := b.eng.zero(b.ptr(dx), dx.NumElements()*dx.DType.Size()); err != nil {
 		return err
 	}
-	total := g.planes * g.oh * g.ow
+	total := g.Planes * g.OH * g.OW
 	bad, err := b.withErrorWord(func(word uintptr) error {
 		a := new(Args)
-		a.Ptr(b.ptr(dx)).Ptr(b.ptr(dy)).Ptr(b.ptr(indices)).I64(int64(total)).I64(int64(g.h * g.w)).I64(int64(g.oh * g.ow)).Ptr(word)
+		a.Ptr(b.ptr(dx)).Ptr(b.ptr(dy)).Ptr(b.ptr(indices)).I64(int64(total)).I64(int64(g.H * g.W)).I64(int64(g.OH * g.OW)).Ptr(word)
 		return b.launchN("pool", "pool_max_back_"+t, total, a)
 	})
 	if err != nil {
 		return err
 	}
 	if bad != noError {
-		return fmt.Errorf("cuda: pool2d_backward: index at output element %d outside its %d×%d plane", bad, g.h, g.w)
+		return fmt.Errorf("cuda: pool2d_backward: index at output element %d outside its %d×%d plane", bad, g.H, g.W)
 	}
 	return nil
 }
