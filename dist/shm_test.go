@@ -155,36 +155,7 @@ func TestSHMAllReduceSizes(t *testing.T) {
 func TestSHMPeerDies(t *testing.T) {
 	needSHM(t)
 	const n, victim = 4, 2
-	comms := shmComms(t, n, 0, 5*time.Second)
-	start := time.Now()
-	errs := tcpRun(comms, func(r int, c dist.Comm) error {
-		x := tensor.Zeros(tensor.Shape{8 << 20})
-		defer x.Release()
-		if r == victim {
-			time.Sleep(20 * time.Millisecond)
-			return c.Close()
-		}
-		for {
-			if err := c.AllReduce(context.Background(), x, dist.Sum); err != nil {
-				return err
-			}
-		}
-	})
-	if d := time.Since(start); d > 4*time.Second {
-		t.Errorf("failure took %v to surface", d)
-	}
-	for r, err := range errs {
-		if r == victim {
-			continue
-		}
-		var oe *dist.OpError
-		if !errors.As(err, &oe) {
-			t.Fatalf("rank %d: %v is not an OpError", r, err)
-		}
-		if oe.Rank != victim {
-			t.Errorf("rank %d: %v names rank %d, want %d", r, err, oe.Rank, victim)
-		}
-	}
+	checkPeerDies(t, shmComms(t, n, 0, 5*time.Second), victim)
 }
 
 // TestSHMPeerHangs leaves a rank out of an all-reduce whose context has no

@@ -260,7 +260,14 @@ func TestTCPRejectsStrangers(t *testing.T) {
 // all-reduce: the others must fail promptly with an OpError naming it.
 func TestTCPPeerDies(t *testing.T) {
 	const n, victim = 4, 2
-	comms := tcpFactory(t, n)
+	checkPeerDies(t, tcpFactory(t, n), victim)
+}
+
+// checkPeerDies closes rank victim of comms 20 ms into a loop of large
+// all-reduces and checks that every other rank fails within 4 s with an
+// OpError naming it.
+func checkPeerDies(t *testing.T, comms []dist.Comm, victim int) {
+	t.Helper()
 	start := time.Now()
 	errs := tcpRun(comms, func(r int, c dist.Comm) error {
 		x := tensor.Zeros(tensor.Shape{8 << 20})
