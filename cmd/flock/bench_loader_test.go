@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -43,30 +40,22 @@ func TestBenchLoader(t *testing.T) {
 		args = append(args, "--peer", "torch", "--peer-script", filepath.Join("..", "..", "bench", "peers", "torch_loader.py"))
 		impls = append(impls, "torch")
 	}
-	var stderr bytes.Buffer
-	cmd := exec.Command(flockBinary(t), args...)
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, stderr.String())
-	}
 	counts := map[string]int{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
+	for _, line := range runJSONLines(t, args...) {
 		var rec struct {
 			Record  string  `json:"record"`
 			Impl    string  `json:"impl"`
 			Images  int     `json:"images"`
 			PerWork float64 `json:"img_per_s_per_worker"`
 		}
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			t.Fatalf("line %q: %v", sc.Text(), err)
+		if err := json.Unmarshal(line, &rec); err != nil {
+			t.Fatalf("line %q: %v", string(line), err)
 		}
 		counts[rec.Record]++
 		if rec.Record == "run" {
 			counts[rec.Impl]++
 			if rec.Images != 32 || rec.PerWork <= 0 {
-				t.Errorf("record %s: want 32 images at a positive rate", sc.Text())
+				t.Errorf("record %s: want 32 images at a positive rate", string(line))
 			}
 		}
 	}

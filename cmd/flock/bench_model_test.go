@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 )
@@ -30,7 +27,6 @@ func TestBenchModel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds flock; skipped in -short mode")
 	}
-	bin := flockBinary(t)
 	dir := t.TempDir()
 	args := []string{"bench", "model", "--model", "cnn", "--batch", "4", "--image", "28", "--channels", "1",
 		"--warmup", "1", "--steps", "2", "--pairs", "1", "--json", "--out", dir, "--peak-gflops", "100"}
@@ -39,16 +35,8 @@ func TestBenchModel(t *testing.T) {
 		args = append(args, "--peer", "torch", "--peer-script", filepath.Join("..", "..", "bench", "peers", "torch_model.py"))
 		impls = append(impls, "torch")
 	}
-	var stderr bytes.Buffer
-	cmd := exec.Command(bin, args...)
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, stderr.String())
-	}
 	counts := map[string]int{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
+	for _, line := range runJSONLines(t, args...) {
 		var rec struct {
 			Record       string  `json:"record"`
 			Impl         string  `json:"impl"`
@@ -61,14 +49,14 @@ func TestBenchModel(t *testing.T) {
 			PeakFraction float64 `json:"peak_fraction"`
 			PeakRSS      int64   `json:"peak_rss_bytes"`
 		}
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			t.Fatalf("line %q: %v", sc.Text(), err)
+		if err := json.Unmarshal(line, &rec); err != nil {
+			t.Fatalf("line %q: %v", string(line), err)
 		}
 		key := rec.Record
 		if key == "" {
 			key = rec.Impl
 			if rec.Model != "cnn" || rec.Params != 105866 || rec.ImagesPerSec <= 0 || rec.StepFLOPs <= 0 || rec.PeakRSS <= 0 {
-				t.Errorf("record %s: want the cnn's 105866 parameters and positive rates, FLOPs and memory", sc.Text())
+				t.Errorf("record %s: want the cnn's 105866 parameters and positive rates, FLOPs and memory", string(line))
 			}
 			if want := rec.GFLOPS / 100; rec.PeakFraction != want {
 				t.Errorf("peak fraction %v, want GFLOP/s over the given peak = %v", rec.PeakFraction, want)

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -33,23 +30,14 @@ func TestBenchUsage(t *testing.T) {
 // peer (needs /usr/bin/python3 with PyTorch; slow to start).
 func TestBenchAllReduce(t *testing.T) {
 	dir := t.TempDir()
-	bin := flockBinary(t)
 	args := []string{"bench", "allreduce", "--nproc", "2", "--size", "4KiB,64KiB", "--pairs", "1", "--warmup", "1", "--iters", "2", "--json", "--out", dir}
 	impls := []string{"flock"}
 	if os.Getenv("FLOCK_TEST_GLOO") == "1" {
 		args = append(args, "--peer", "gloo", "--peer-script", filepath.Join("..", "..", "bench", "peers", "gloo_allreduce.py"))
 		impls = append(impls, "gloo")
 	}
-	var stderr bytes.Buffer
-	cmd := exec.Command(bin, args...)
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, stderr.String())
-	}
 	counts := map[string]int{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
+	for _, line := range runJSONLines(t, args...) {
 		var rec struct {
 			Record string  `json:"record"`
 			Impl   string  `json:"impl"`
@@ -58,14 +46,14 @@ func TestBenchAllReduce(t *testing.T) {
 			BusBW  float64 `json:"busbw_gbps"`
 			AlgBW  float64 `json:"algbw_gbps"`
 		}
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			t.Fatalf("line %q: %v", sc.Text(), err)
+		if err := json.Unmarshal(line, &rec); err != nil {
+			t.Fatalf("line %q: %v", string(line), err)
 		}
 		counts[rec.Record]++
 		if rec.Record == "allreduce" {
 			counts[rec.Impl]++
 			if rec.NProc != 2 || (rec.Bytes != 4<<10 && rec.Bytes != 64<<10) || rec.BusBW <= 0 || rec.BusBW != rec.AlgBW {
-				t.Errorf("record %s: want 2 ranks, a requested size, busbw = algbw > 0", sc.Text())
+				t.Errorf("record %s: want 2 ranks, a requested size, busbw = algbw > 0", string(line))
 			}
 		}
 	}

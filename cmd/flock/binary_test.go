@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -41,4 +43,18 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(builtFlock.dir)
 	}
 	os.Exit(code)
+}
+
+// runJSONLines runs the built flock with args, failing t (with its standard
+// error) if it fails, and returns the lines of its standard output.
+func runJSONLines(t *testing.T, args ...string) [][]byte {
+	t.Helper()
+	var stderr bytes.Buffer
+	cmd := exec.Command(flockBinary(t), args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("flock %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return bytes.Split(bytes.TrimSpace(out), []byte("\n"))
 }
