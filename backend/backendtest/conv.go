@@ -83,6 +83,12 @@ func checkConv(e *Env) {
 		{2, 16, 20, 20, 16, 3, 3, pr(1, 1, 1, 1, 1, 1, 1)},
 		{3, 8, 13, 11, 8, 3, 3, pr(1, 2, 1, 1, 1, 2, 8)},
 		{1, 40, 12, 12, 24, 3, 3, pr(1, 1, 1, 1, 1, 1, 1)},
+		// Blocks of several samples, the last one short; a 1×1 kernel over
+		// several samples; rows wider than one 16-lane vector with row
+		// stride and dilation.
+		{11, 2, 8, 8, 3, 3, 3, pr(1, 1, 1, 1, 1, 1, 1)},
+		{5, 4, 4, 4, 6, 1, 1, pr(1, 1, 0, 0, 1, 1, 1)},
+		{3, 3, 9, 37, 4, 3, 3, pr(2, 1, 2, 1, 2, 1, 1)},
 	}
 	for _, dt := range FloatTypes {
 		for _, cc := range cases {

@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/flockml/flock/backend"
@@ -10,22 +11,31 @@ import (
 
 // The convolutions lower to matrix products (Chellapilla et al., "High
 // Performance Convolutional Neural Networks for Document Processing", 2006).
-// For sample n and group g, with P = OH·OW output positions and
-// R = (C/groups)·KH·KW window taps, im2col gathers the columns
+// For group g, with P = OH·OW output positions per sample and R =
+// (C/groups)·KH·KW window taps, im2col gathers the columns
 //
-//	col[(c, kh, kw), (oh, ow)] = x[n, g·C/groups + c, oh·sh − ph + kh·dh, ow·sw − pw + kw·dw]
+//	col[(c, kh, kw), (n, oh, ow)] = x[n, g·C/groups + c, oh·sh − ph + kh·dh, ow·sw − pw + kw·dw]
 //
-// (zero outside the input), so that
+// (zero outside the input), one column per output position of every sample,
+// so that
 //
-//	forward:          y[n, g]  = w[g] · col                (O/groups × P)
-//	backward, data:   dx[n, g] = col2im(w[g]ᵀ · dy[n, g])  (col2im adds each tap back)
-//	backward, weight: dw[g]   += dy[n, g] · colᵀ           (summed over n)
+//	forward:          y[:, g]  = w[g] · col                (O/groups × N·P)
+//	backward, data:   dx[:, g] = col2im(w[g]ᵀ · dy[:, g])  (col2im adds each tap back)
+//	backward, weight: dw[g]    = dy[:, g] · colᵀ
 //
-// Every product goes through gemm; a 1×1 kernel with stride 1 and no padding
-// uses x itself as col. The work is cut into tasks of one sample and a range
-// of output positions (a range of input channels for the data gradient), each
-// with im2col scratch from a pool, so that the columns stay in cache and a
-// training step at steady state allocates no new scratch.
+// The columns are cut into blocks of about the same width (convPlan): a
+// block is a run of whole output rows of one sample when a plane has many
+// positions, or several whole samples when it has few, so that every product
+// is wide enough for the matrix kernels and its im2col scratch stays in the
+// L2 cache. A block's products read and write the samples' planes in place
+// when the block lies in one sample; otherwise they go through scratch in
+// the block's layout (O/groups rows of the block's columns). A 1×1 kernel
+// with stride 1 and no padding uses x itself as col where it can. Blocks are
+// the tasks of the goroutines, with scratch from a pool, so a training step
+// at steady state allocates no new scratch.
+//
+// With unit column stride, im2col and col2im move each tap's rows of a block
+// with masked vector copies (rowsCopy, rowsAdd) on the AVX-512 path.
 
 // convShape is a validated convolution.
 type convShape struct {
@@ -50,13 +60,45 @@ func (s *convShape) pointwise() bool {
 	return s.kh == 1 && s.kw == 1 && s.sh == 1 && s.sw == 1 && s.ph == 0 && s.pw == 0
 }
 
-// chunk is the number of output positions per task: a column block of about
-// 64k scratch elements, at least 64 wide.
-func (s *convShape) chunk() int {
-	p := s.positions()
-	pc := max(64, (1<<16)/max(1, s.taps()))
-	return max(1, min(p, roundUp(pc, 16)))
+// convPlan is how a convolution's columns are cut into blocks.
+type convPlan struct {
+	rows   int // output rows per block when blocks lie within a sample
+	nb     int // samples per block; when 1, each sample has perSample blocks
+	blocks int // blocks in all
+	width  int // most columns of a block
 }
+
+// convBlock is one block of columns: positions [p0, p0+np) of each of the
+// ns samples from n0 (ns > 1 only with whole planes, p0 = 0 and np = P).
+type convBlock struct{ n0, ns, p0, np int }
+
+// plan cuts the columns into blocks of about t columns, t between 64 and
+// 256 such that the R×t im2col matrix takes at most 1 MiB.
+func (s *convShape) plan() convPlan {
+	P := s.positions()
+	t := min(256, max(64, (1<<18)/max(1, s.taps())))
+	if P >= t || s.n == 1 {
+		rows := min(s.oh, max(1, t/s.ow))
+		per := (s.oh + rows - 1) / rows
+		return convPlan{rows: rows, nb: 1, blocks: s.n * per, width: rows * s.ow}
+	}
+	nb := max(1, min(s.n, (t+P/2)/P))
+	return convPlan{rows: s.oh, nb: nb, blocks: (s.n + nb - 1) / nb, width: nb * P}
+}
+
+// block returns block u of the plan.
+func (s *convShape) block(pl convPlan, u int) convBlock {
+	if pl.nb > 1 {
+		n0 := u * pl.nb
+		return convBlock{n0: n0, ns: min(pl.nb, s.n-n0), p0: 0, np: s.positions()}
+	}
+	per := (s.oh + pl.rows - 1) / pl.rows
+	p0 := u % per * pl.rows * s.ow
+	return convBlock{n0: u / per, ns: 1, p0: p0, np: min(pl.rows*s.ow, s.positions()-p0)}
+}
+
+// cols is the number of columns of the block.
+func (b convBlock) cols() int { return b.ns * b.np }
 
 func convGeometry(kernel string, x, w, y backend.View, p backend.ConvParams) (convShape, error) {
 	var s convShape
@@ -152,127 +194,201 @@ func (c *Backend) Conv2dBackwardWeight(dw, x, dy backend.View, p backend.ConvPar
 	return nil
 }
 
+// lazyScratch is scratch taken from the pool on first use.
+type lazyScratch[T float32 | float64] struct{ s *[]T }
+
+// get returns n elements of the scratch, taking it on the first call.
+func (l *lazyScratch[T]) get(n int) []T {
+	if l.s == nil {
+		l.s = getScratch[T](n)
+	}
+	return (*l.s)[:n]
+}
+
+// release returns the scratch, if any, to the pool.
+func (l *lazyScratch[T]) release() {
+	if l.s != nil {
+		putScratch(l.s)
+		l.s = nil
+	}
+}
+
+// columns returns group g's column matrix of block b (R×b.cols(), row
+// stride ld) and ld: x itself, where im2col is the identity and the block
+// lies in one sample, else built by im2col in col.
+func columns[T float32 | float64](s *convShape, pl convPlan, b convBlock, g int, x []T, col *lazyScratch[T]) ([]T, int) {
+	HW := s.h * s.w
+	if s.pointwise() && b.ns == 1 {
+		return x[(b.n0*s.c+g*s.cg)*HW+b.p0:], s.positions()
+	}
+	nc := b.cols()
+	c := col.get(s.taps() * pl.width)
+	for i := range b.ns {
+		im2col(s, s.cg, x[((b.n0+i)*s.c+g*s.cg)*HW:], b.p0, b.np, c[i*b.np:], nc)
+	}
+	return c, nc
+}
+
+// gradients returns group g's rows of dy for block b (O/groups × b.cols(),
+// row stride ld) and ld: dy in place when the block lies in one sample,
+// else gathered into buf.
+func gradients[T float32 | float64](s *convShape, pl convPlan, b convBlock, g int, dy []T, buf *lazyScratch[T]) ([]T, int) {
+	P := s.positions()
+	if b.ns == 1 {
+		return dy[(b.n0*s.o+g*s.og)*P+b.p0:], P
+	}
+	nc := b.cols()
+	d := buf.get(s.og * pl.width)
+	for i := range b.ns {
+		src := dy[((b.n0+i)*s.o+g*s.og)*P:]
+		for oc := range s.og {
+			copy(d[oc*nc+i*P:oc*nc+(i+1)*P], src[oc*P:])
+		}
+	}
+	return d, nc
+}
+
 // convForward computes y = conv(x, w); xo, wo and yo are the views' offsets.
 func convForward[T float32 | float64](s *convShape, xo, wo, yo int, x, w, y []T) {
 	P, R := s.positions(), s.taps()
-	pc := s.chunk()
-	chunks := (P + pc - 1) / pc
-	flops := 2 * s.og * R * pc * s.groups
-	parallelFor(s.n*chunks, max(1, minParallelFlops/max(1, flops)), func(lo, hi int) {
-		var col *[]T
-		if !s.pointwise() {
-			col = getScratch[T](R * pc)
-			defer putScratch(col)
-		}
+	pl := s.plan()
+	flops := 2 * s.o * R * pl.width
+	parallelFor(pl.blocks, max(1, minParallelFlops/max(1, flops)), func(lo, hi int) {
+		var col, out lazyScratch[T]
+		defer col.release()
+		defer out.release()
 		for u := lo; u < hi; u++ {
-			n, p0 := u/chunks, u%chunks*pc
-			np := min(pc, P-p0)
+			bk := s.block(pl, u)
+			nc := bk.cols()
 			for g := range s.groups {
-				xg := xo + (n*s.c+g*s.cg)*s.h*s.w
-				b, ldb := x[xg+p0:], P
-				if col != nil {
-					im2col(s, x[xg:], p0, np, *col)
-					b, ldb = *col, np
+				b, ldb := columns(s, pl, bk, g, x[xo:], &col)
+				wg := w[wo+g*s.og*R:]
+				if bk.ns == 1 {
+					gemm(false, false, s.og, nc, R, 1, wg, R, b, ldb, 0, y[yo+(bk.n0*s.o+g*s.og)*P+bk.p0:], P)
+					continue
 				}
-				gemm(false, false, s.og, np, R, 1, w[wo+g*s.og*R:], R, b, ldb, 0,
-					y[yo+(n*s.o+g*s.og)*P+p0:], P)
+				o := out.get(s.og * pl.width)
+				gemm(false, false, s.og, nc, R, 1, wg, R, b, ldb, 0, o, nc)
+				for i := range bk.ns {
+					yi := y[yo+((bk.n0+i)*s.o+g*s.og)*P:]
+					for oc := range s.og {
+						copy(yi[oc*P:(oc+1)*P], o[oc*nc+i*P:])
+					}
+				}
 			}
 		}
 	})
 }
 
-// convBackwardData computes dx from dy and w. Tasks own disjoint channel
-// ranges of one sample, since col2im's windows overlap within a plane.
+// convBackwardData computes dx from dy and w. A task owns whole samples
+// (all the blocks of one sample, or one block of several) and a range of
+// their channels, since col2im's windows overlap within a plane; w is
+// transposed once so that every product reads it in place.
 func convBackwardData[T float32 | float64](s *convShape, dxo, wo, dyo int, dx, w, dy []T) {
 	P, R, HW := s.positions(), s.taps(), s.h*s.w
 	KK := s.kh * s.kw
-	pc := s.chunk()
+	if s.n == 0 {
+		return
+	}
+	pl := s.plan()
+	units, per := pl.blocks, 1
+	if pl.nb == 1 {
+		units, per = s.n, pl.blocks/s.n
+	}
 	// Cut each group's channels into blocks so that there are several tasks
 	// per worker even for one sample.
 	cb := s.cg
-	if tasks := s.n * s.groups; tasks < 8*runtime.GOMAXPROCS(0) {
+	if tasks := units * s.groups; tasks < 8*runtime.GOMAXPROCS(0) {
 		cb = max(1, s.cg*tasks/(8*runtime.GOMAXPROCS(0)))
 	}
-	blocks := (s.cg + cb - 1) / cb
-	flops := 2 * cb * KK * s.og * P
-	parallelFor(s.n*s.groups*blocks, max(1, minParallelFlops/max(1, flops)), func(lo, hi int) {
-		var col *[]T
-		if !s.pointwise() {
-			col = getScratch[T](cb * KK * pc)
-			defer putScratch(col)
-		}
-		for u := lo; u < hi; u++ {
-			n, g, c0 := u/(s.groups*blocks), u/blocks%s.groups, u%blocks*cb
+	chans := (s.cg + cb - 1) / cb
+	wtBuf := getScratch[T](s.o * R)
+	defer putScratch(wtBuf)
+	wt := *wtBuf // wt[g] = w[g]ᵀ, R × O/groups
+	for g := range s.groups {
+		transpose(wt[g*s.og*R:], s.og, w[wo+g*s.og*R:], R, s.og, R)
+	}
+	flops := 2 * cb * KK * s.og * pl.width * per
+	parallelFor(units*s.groups*chans, max(1, minParallelFlops/max(1, flops)), func(lo, hi int) {
+		var col, grad lazyScratch[T]
+		defer col.release()
+		defer grad.release()
+		for t := lo; t < hi; t++ {
+			unit, g, c0 := t/(s.groups*chans), t/chans%s.groups, t%chans*cb
 			nc := min(cb, s.cg-c0)
-			dxc := dx[dxo+(n*s.c+g*s.cg+c0)*HW:]
-			wg := w[wo+g*s.og*R+c0*KK:]
-			dyg := dy[dyo+(n*s.o+g*s.og)*P:]
-			if col == nil {
-				gemm(true, false, nc, P, s.og, 1, wg, R, dyg, P, 0, dxc, P)
-				continue
-			}
-			clear(dxc[:nc*HW])
-			for p0 := 0; p0 < P; p0 += pc {
-				np := min(pc, P-p0)
-				gemm(true, false, nc*KK, np, s.og, 1, wg, R, dyg[p0:], P, 0, *col, np)
-				col2im(s, nc, (*col)[:nc*KK*np], p0, np, dxc)
+			wg := wt[g*s.og*R+c0*KK*s.og:]
+			for v := range per {
+				bk := s.block(pl, unit*per+v)
+				cols := bk.cols()
+				d, ldd := gradients(s, pl, bk, g, dy[dyo:], &grad)
+				first := dx[dxo+(bk.n0*s.c+g*s.cg+c0)*HW:]
+				if s.pointwise() && bk.ns == 1 {
+					gemm(false, false, nc, cols, s.og, 1, wg, s.og, d, ldd, 0, first[bk.p0:], P)
+					continue
+				}
+				if v == 0 {
+					for i := range bk.ns {
+						clear(first[i*s.c*HW:][:nc*HW])
+					}
+				}
+				c := col.get(cb * KK * pl.width)
+				gemm(false, false, nc*KK, cols, s.og, 1, wg, s.og, d, ldd, 0, c, cols)
+				for i := range bk.ns {
+					col2im(s, nc, c[i*bk.np:], bk.p0, bk.np, cols, first[i*s.c*HW:])
+				}
 			}
 		}
 	})
 }
 
-// convBackwardWeight computes dw from x and dy. Each worker sums its tasks'
-// products into its own partial dw; the partials are added at the end.
+// convBackwardWeight computes dw from x and dy. Each worker sums its
+// blocks' products into its own partial dw (the first worker into dw); the
+// partials are added in the order of the workers' blocks, so the result
+// does not depend on which worker finishes first.
 func convBackwardWeight[T float32 | float64](s *convShape, xo, dwo, dyo int, x, dw, dy []T) {
-	P, R := s.positions(), s.taps()
-	pc := s.chunk()
-	chunks := (P + pc - 1) / pc
+	R := s.taps()
+	pl := s.plan()
 	size := s.o * R
 	out := dw[dwo : dwo+size]
+	clear(out)
 	var (
 		mu       sync.Mutex
-		partials []*[]T
+		partials = map[int]*[]T{}
 	)
-	flops := 2 * s.og * R * pc * s.groups
-	parallelFor(s.n*chunks, max(1, minParallelFlops/max(1, flops)), func(lo, hi int) {
+	flops := 2 * s.o * R * pl.width
+	parallelFor(pl.blocks, max(1, minParallelFlops/max(1, flops)), func(lo, hi int) {
 		acc := out
 		if lo > 0 {
 			part := getScratch[T](size)
 			acc = *part
+			clear(acc)
 			mu.Lock()
-			partials = append(partials, part)
+			partials[lo] = part
 			mu.Unlock()
 		}
-		clear(acc)
-		var col *[]T
-		if !s.pointwise() {
-			col = getScratch[T](R * pc)
-			defer putScratch(col)
-		}
+		var col, grad lazyScratch[T]
+		defer col.release()
+		defer grad.release()
 		for u := lo; u < hi; u++ {
-			n, p0 := u/chunks, u%chunks*pc
-			np := min(pc, P-p0)
+			bk := s.block(pl, u)
 			for g := range s.groups {
-				xg := xo + (n*s.c+g*s.cg)*s.h*s.w
-				b, ldb := x[xg+p0:], P
-				if col != nil {
-					im2col(s, x[xg:], p0, np, *col)
-					b, ldb = *col, np
-				}
-				gemm(false, true, s.og, R, np, 1, dy[dyo+(n*s.o+g*s.og)*P+p0:], P, b, ldb, 1,
-					acc[g*s.og*R:], R)
+				b, ldb := columns(s, pl, bk, g, x[xo:], &col)
+				d, ldd := gradients(s, pl, bk, g, dy[dyo:], &grad)
+				gemm(false, true, s.og, R, bk.cols(), 1, d, ldd, b, ldb, 1, acc[g*s.og*R:], R)
 			}
 		}
 	})
-	if s.n*chunks == 0 {
-		clear(out)
-	}
 	if len(partials) == 0 {
 		return
 	}
+	starts := make([]int, 0, len(partials))
+	for lo := range partials {
+		starts = append(starts, lo)
+	}
+	slices.Sort(starts)
 	parallelFor(size, 1<<14, func(lo, hi int) {
-		for _, part := range partials {
-			for i, v := range (*part)[lo:hi] {
+		for _, st := range starts {
+			for i, v := range (*partials[st])[lo:hi] {
 				out[lo+i] += v
 			}
 		}
@@ -282,11 +398,31 @@ func convBackwardWeight[T float32 | float64](s *convShape, xo, dwo, dyo int, x, 
 	}
 }
 
-// im2col writes the column matrix of one group (x holds the group's cg
-// planes from its first element) for output positions [p0, p0+np) into col,
-// a row-major R×np matrix.
-func im2col[T float32 | float64](s *convShape, x []T, p0, np int, col []T) {
-	convWalk(s, s.cg, p0, np, func(c, row, src, ow0, ow1, valid0, valid1, iw0 int) {
+// transpose writes the transpose of the rows×cols matrix src (row stride
+// lds) into dst (row stride ldd).
+func transpose[T float32 | float64](dst []T, ldd int, src []T, lds, rows, cols int) {
+	const tile = 32
+	for r0 := 0; r0 < rows; r0 += tile {
+		for c0 := 0; c0 < cols; c0 += tile {
+			for r := r0; r < min(rows, r0+tile); r++ {
+				row := src[r*lds : r*lds+cols]
+				for c := c0; c < min(cols, c0+tile); c++ {
+					dst[c*ldd+r] = row[c]
+				}
+			}
+		}
+	}
+}
+
+// im2col writes the column matrix of nc channels (x holds their planes from
+// its first element) for output positions [p0, p0+np) into col, a row-major
+// matrix of nc·KH·KW rows with row stride ld.
+func im2col[T float32 | float64](s *convShape, nc int, x []T, p0, np int, col []T, ld int) {
+	if xf, ok := any(x).([]float32); ok && s.sw == 1 && convRowsVec() {
+		im2colRows(s, nc, xf, p0, np, any(col).([]float32), ld)
+		return
+	}
+	convWalk(s, nc, p0, np, ld, func(c, row, src, ow0, ow1, valid0, valid1, iw0 int) {
 		dst := col[row : row+ow1-ow0]
 		if src < 0 {
 			clear(dst)
@@ -307,10 +443,14 @@ func im2col[T float32 | float64](s *convShape, x []T, p0, np int, col []T) {
 	})
 }
 
-// col2im adds a column matrix (nc·KH·KW rows of np positions from p0) back
-// into the nc input planes starting at dx.
-func col2im[T float32 | float64](s *convShape, nc int, col []T, p0, np int, dx []T) {
-	convWalk(s, nc, p0, np, func(c, row, src, ow0, ow1, valid0, valid1, iw0 int) {
+// col2im adds a column matrix (nc·KH·KW rows of np positions from p0, row
+// stride ld) back into the nc input planes starting at dx.
+func col2im[T float32 | float64](s *convShape, nc int, col []T, p0, np, ld int, dx []T) {
+	if df, ok := any(dx).([]float32); ok && s.sw == 1 && convRowsVec() {
+		col2imRows(s, nc, any(col).([]float32), p0, np, ld, df)
+		return
+	}
+	convWalk(s, nc, p0, np, ld, func(c, row, src, ow0, ow1, valid0, valid1, iw0 int) {
 		if src < 0 {
 			return
 		}
@@ -330,13 +470,103 @@ func col2im[T float32 | float64](s *convShape, nc int, col []T, p0, np int, dx [
 	})
 }
 
+// tapRows returns, for tap row kh and the nrows output rows from oh0, the
+// output rows [a, b) whose input row oh·sh − ph + kh·dh lies in the plane.
+func (s *convShape) tapRows(kh, oh0, nrows int) (a, b int) {
+	off := kh*s.dh - s.ph
+	a, b = oh0, oh0+nrows
+	if off < 0 {
+		a = max(a, (-off+s.sh-1)/s.sh)
+	}
+	if s.h-off > 0 {
+		b = min(b, (s.h-off+s.sh-1)/s.sh)
+	} else {
+		b = a
+	}
+	a = min(a, oh0+nrows)
+	return a, max(a, b)
+}
+
+// tapCols returns, for tap column kw of a convolution with unit column
+// stride, the input column of output column 0 (iw0) and the output columns
+// [v0, v1) whose input column lies in the plane.
+func (s *convShape) tapCols(kw int) (iw0, v0, v1 int) {
+	iw0 = kw*s.dw - s.pw
+	v0 = min(s.ow, max(0, -iw0))
+	v1 = max(v0, min(s.ow, s.w-iw0))
+	return iw0, v0, v1
+}
+
+// laneMask returns the mask of the lanes j < 16 with lo ≤ j < hi.
+func laneMask(lo, hi int) uint32 {
+	lo, hi = max(0, lo), min(16, hi)
+	if lo >= hi {
+		return 0
+	}
+	return (uint32(1)<<hi - 1) &^ (uint32(1)<<lo - 1)
+}
+
+// im2colRows is im2col for unit column stride and whole output rows (p0
+// and np multiples of OW), moving each tap's rows with rowsCopy.
+func im2colRows(s *convShape, nc int, x []float32, p0, np int, col []float32, ld int) {
+	OW, HW := s.ow, s.h*s.w
+	oh0, nrows := p0/OW, np/OW
+	for c := range nc {
+		plane := x[c*HW : (c+1)*HW]
+		for kh := range s.kh {
+			a, b := s.tapRows(kh, oh0, nrows)
+			ih := a*s.sh - s.ph + kh*s.dh
+			for kw := range s.kw {
+				r := (c*s.kh+kh)*s.kw + kw
+				dst := col[r*ld : r*ld+np]
+				clear(dst[:(a-oh0)*OW])
+				clear(dst[(b-oh0)*OW:])
+				if a == b {
+					continue
+				}
+				iw0, v0, v1 := s.tapCols(kw)
+				for j := 0; j < OW; j += 16 {
+					rowsCopy(dst[(a-oh0)*OW+j:], OW, plane, ih*s.w+iw0+j, s.sh*s.w, b-a,
+						laneMask(v0-j, v1-j), laneMask(0, OW-j))
+				}
+			}
+		}
+	}
+}
+
+// col2imRows is col2im for unit column stride and whole output rows,
+// adding each tap's rows with rowsAdd.
+func col2imRows(s *convShape, nc int, col []float32, p0, np, ld int, dx []float32) {
+	OW, HW := s.ow, s.h*s.w
+	oh0, nrows := p0/OW, np/OW
+	for c := range nc {
+		plane := dx[c*HW : (c+1)*HW]
+		for kh := range s.kh {
+			a, b := s.tapRows(kh, oh0, nrows)
+			if a == b {
+				continue
+			}
+			ih := a*s.sh - s.ph + kh*s.dh
+			for kw := range s.kw {
+				r := (c*s.kh+kh)*s.kw + kw
+				src := col[r*ld+(a-oh0)*OW:]
+				iw0, v0, v1 := s.tapCols(kw)
+				for j := v0 &^ 15; j < v1; j += 16 {
+					rowsAdd(plane, ih*s.w+iw0+j, s.sh*s.w, src[j:], OW, b-a, laneMask(v0-j, v1-j))
+				}
+			}
+		}
+	}
+}
+
 // convWalk visits, for channels [0, nc) and every tap (kh, kw), each run of
 // output positions in [p0, p0+np) that share an output row oh. fn gets the
-// channel, the run's start in the R×np column matrix (row), the element offset of input row
-// ih within its plane (src, −1 when ih is in the padding), the run's output
-// columns [ow0, ow1), the sub-range [valid0, valid1) whose input columns
-// iw = iw0 + ow·sw lie inside the plane, and iw0 = kw·dw − pw.
-func convWalk(s *convShape, nc, p0, np int, fn func(c, row, src, ow0, ow1, valid0, valid1, iw0 int)) {
+// channel, the run's start in the column matrix (row, with row stride ld),
+// the element offset of input row ih within its plane (src, −1 when ih is
+// in the padding), the run's output columns [ow0, ow1), the sub-range
+// [valid0, valid1) whose input columns iw = iw0 + ow·sw lie inside the
+// plane, and iw0 = kw·dw − pw.
+func convWalk(s *convShape, nc, p0, np, ld int, fn func(c, row, src, ow0, ow1, valid0, valid1, iw0 int)) {
 	for c := range nc {
 		for kh := range s.kh {
 			for kw := range s.kw {
@@ -362,7 +592,7 @@ func convWalk(s *convShape, nc, p0, np int, fn func(c, row, src, ow0, ow1, valid
 					}
 					v0 := min(max(lo, ow0), ow1)
 					v1 := max(min(hi, ow1), v0)
-					fn(c, r*np+p-p0, src, ow0, ow1, v0, v1, iw0)
+					fn(c, r*ld+p-p0, src, ow0, ow1, v0, v1, iw0)
 					p += ow1 - ow0
 				}
 			}

@@ -33,7 +33,7 @@ func TestConvScratchReused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scratchBytes := uint64(s.taps() * s.chunk() * 4)
+	scratchBytes := uint64(s.taps() * s.plan().width * 4)
 	kernels := map[string]func() error{
 		"forward":         func() error { return c.Conv2d(y, x, w, p) },
 		"backward data":   func() error { return c.Conv2dBackwardData(x, y, w, p) },
