@@ -302,11 +302,18 @@ func convBackwardData[T float32 | float64](s *convShape, dxo, wo, dyo int, dx, w
 		cb = max(1, s.cg*tasks/(8*runtime.GOMAXPROCS(0)))
 	}
 	chans := (s.cg + cb - 1) / cb
-	wtBuf := getScratch[T](s.o * R)
+	// wt[g] = w[g]ᵀ, R rows of O/groups, ldw apart: not a multiple of
+	// 1 KiB, where the rows a matrix kernel reads together would share a
+	// few sets of the L1 cache.
+	ldw := s.og
+	if s.og%256 == 0 {
+		ldw += 16
+	}
+	wtBuf := getScratch[T](s.groups * R * ldw)
 	defer putScratch(wtBuf)
-	wt := *wtBuf // wt[g] = w[g]ᵀ, R × O/groups
+	wt := *wtBuf
 	for g := range s.groups {
-		transpose(wt[g*s.og*R:], s.og, w[wo+g*s.og*R:], R, s.og, R)
+		transpose(wt[g*R*ldw:], ldw, w[wo+g*s.og*R:], R, s.og, R)
 	}
 	flops := 2 * cb * KK * s.og * pl.width * per
 	parallelFor(units*s.groups*chans, max(1, minParallelFlops/max(1, flops)), func(lo, hi int) {
@@ -316,14 +323,14 @@ func convBackwardData[T float32 | float64](s *convShape, dxo, wo, dyo int, dx, w
 		for t := lo; t < hi; t++ {
 			unit, g, c0 := t/(s.groups*chans), t/chans%s.groups, t%chans*cb
 			nc := min(cb, s.cg-c0)
-			wg := wt[g*s.og*R+c0*KK*s.og:]
+			wg := wt[(g*R+c0*KK)*ldw:]
 			for v := range per {
 				bk := s.block(pl, unit*per+v)
 				cols := bk.cols()
 				d, ldd := gradients(s, pl, bk, g, dy[dyo:], &grad)
 				first := dx[dxo+(bk.n0*s.c+g*s.cg+c0)*HW:]
 				if s.pointwise() && bk.ns == 1 {
-					gemm(false, false, nc, cols, s.og, 1, wg, s.og, d, ldd, 0, first[bk.p0:], P)
+					gemm(false, false, nc, cols, s.og, 1, wg, ldw, d, ldd, 0, first[bk.p0:], P)
 					continue
 				}
 				if v == 0 {
@@ -332,7 +339,7 @@ func convBackwardData[T float32 | float64](s *convShape, dxo, wo, dyo int, dx, w
 					}
 				}
 				c := col.get(cb * KK * pl.width)
-				gemm(false, false, nc*KK, cols, s.og, 1, wg, s.og, d, ldd, 0, c, cols)
+				gemm(false, false, nc*KK, cols, s.og, 1, wg, ldw, d, ldd, 0, c, cols)
 				for i := range bk.ns {
 					col2im(s, nc, c[i*bk.np:], bk.p0, bk.np, cols, first[i*s.c*HW:])
 				}
@@ -341,31 +348,33 @@ func convBackwardData[T float32 | float64](s *convShape, dxo, wo, dyo int, dx, w
 	})
 }
 
-// convBackwardWeight computes dw from x and dy. Each worker sums its
-// blocks' products into its own partial dw (the first worker into dw); the
-// partials are added in the order of the workers' blocks, so the result
-// does not depend on which worker finishes first.
+// convBackwardWeight computes dw from x and dy. It computes dwᵀ = col·dyᵀ,
+// whose second operand (dy's rows) is far smaller than colᵀ to transpose,
+// and transposes the sum at the end. Each worker sums its blocks' products
+// into a partial dwᵀ of its own; the partials are added in the order of
+// the workers' blocks, so the result does not depend on which worker
+// finishes first.
 func convBackwardWeight[T float32 | float64](s *convShape, xo, dwo, dyo int, x, dw, dy []T) {
 	R := s.taps()
-	pl := s.plan()
 	size := s.o * R
 	out := dw[dwo : dwo+size]
-	clear(out)
+	if s.n == 0 {
+		clear(out)
+		return
+	}
+	pl := s.plan()
 	var (
 		mu       sync.Mutex
 		partials = map[int]*[]T{}
 	)
 	flops := 2 * s.o * R * pl.width
 	parallelFor(pl.blocks, max(1, minParallelFlops/max(1, flops)), func(lo, hi int) {
-		acc := out
-		if lo > 0 {
-			part := getScratch[T](size)
-			acc = *part
-			clear(acc)
-			mu.Lock()
-			partials[lo] = part
-			mu.Unlock()
-		}
+		part := getScratch[T](size)
+		acc := *part // acc[g] = dw[g]ᵀ, R × O/groups
+		clear(acc)
+		mu.Lock()
+		partials[lo] = part
+		mu.Unlock()
 		var col, grad lazyScratch[T]
 		defer col.release()
 		defer grad.release()
@@ -374,25 +383,28 @@ func convBackwardWeight[T float32 | float64](s *convShape, xo, dwo, dyo int, x, 
 			for g := range s.groups {
 				b, ldb := columns(s, pl, bk, g, x[xo:], &col)
 				d, ldd := gradients(s, pl, bk, g, dy[dyo:], &grad)
-				gemm(false, true, s.og, R, bk.cols(), 1, d, ldd, b, ldb, 1, acc[g*s.og*R:], R)
+				gemm(false, true, R, s.og, bk.cols(), 1, b, ldb, d, ldd, 1, acc[g*s.og*R:], s.og)
 			}
 		}
 	})
-	if len(partials) == 0 {
-		return
-	}
 	starts := make([]int, 0, len(partials))
 	for lo := range partials {
 		starts = append(starts, lo)
 	}
 	slices.Sort(starts)
-	parallelFor(size, 1<<14, func(lo, hi int) {
-		for _, st := range starts {
-			for i, v := range (*partials[st])[lo:hi] {
-				out[lo+i] += v
+	sum := *partials[starts[0]]
+	if len(starts) > 1 {
+		parallelFor(size, 1<<14, func(lo, hi int) {
+			for _, st := range starts[1:] {
+				for i, v := range (*partials[st])[lo:hi] {
+					sum[lo+i] += v
+				}
 			}
-		}
-	})
+		})
+	}
+	for g := range s.groups {
+		transpose(out[g*s.og*R:], R, sum[g*s.og*R:], s.og, R, s.og)
+	}
 	for _, part := range partials {
 		putScratch(part)
 	}
@@ -401,6 +413,21 @@ func convBackwardWeight[T float32 | float64](s *convShape, xo, dwo, dyo int, x, 
 // transpose writes the transpose of the rows×cols matrix src (row stride
 // lds) into dst (row stride ldd).
 func transpose[T float32 | float64](dst []T, ldd int, src []T, lds, rows, cols int) {
+	if rows == 0 || cols == 0 {
+		return
+	}
+	_, _ = dst[(cols-1)*ldd+rows-1], src[(rows-1)*lds+cols-1]
+	if arch := sgemmActive.Load(); arch != nil && arch.transpose != nil {
+		if d, ok := any(dst).([]float32); ok {
+			sf := any(src).([]float32)
+			for r := 0; r < rows; r += 16 {
+				for c := 0; c < cols; c += 16 {
+					arch.transpose(&d[c*ldd+r], ldd, &sf[r*lds+c], lds, min(16, rows-r), min(16, cols-c))
+				}
+			}
+			return
+		}
+	}
 	const tile = 32
 	for r0 := 0; r0 < rows; r0 += tile {
 		for c0 := 0; c0 < cols; c0 += tile {
