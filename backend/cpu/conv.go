@@ -34,8 +34,8 @@ import (
 // the tasks of the goroutines, with scratch from a pool, so a training step
 // at steady state allocates no new scratch.
 //
-// With unit column stride, im2col and col2im move each tap's rows of a block
-// with masked vector copies (rowsCopy, rowsAdd) on the AVX-512 path.
+// With column stride 1 or 2, im2col and col2im move each tap's rows of a
+// block with masked vector copies (rowsCopy, rowsAdd) on the AVX-512 path.
 
 // convShape is a validated convolution.
 type convShape struct {
@@ -445,7 +445,7 @@ func transpose[T float32 | float64](dst []T, ldd int, src []T, lds, rows, cols i
 // its first element) for output positions [p0, p0+np) into col, a row-major
 // matrix of nc·KH·KW rows with row stride ld.
 func im2col[T float32 | float64](s *convShape, nc int, x []T, p0, np int, col []T, ld int) {
-	if xf, ok := any(x).([]float32); ok && s.sw == 1 && convRowsVec() {
+	if xf, ok := any(x).([]float32); ok && convRowsVec(s.sw) {
 		im2colRows(s, nc, xf, p0, np, any(col).([]float32), ld)
 		return
 	}
@@ -473,7 +473,7 @@ func im2col[T float32 | float64](s *convShape, nc int, x []T, p0, np int, col []
 // col2im adds a column matrix (nc·KH·KW rows of np positions from p0, row
 // stride ld) back into the nc input planes starting at dx.
 func col2im[T float32 | float64](s *convShape, nc int, col []T, p0, np, ld int, dx []T) {
-	if df, ok := any(dx).([]float32); ok && s.sw == 1 && convRowsVec() {
+	if df, ok := any(dx).([]float32); ok && convRowsVec(s.sw) {
 		col2imRows(s, nc, any(col).([]float32), p0, np, ld, df)
 		return
 	}
@@ -514,14 +514,19 @@ func (s *convShape) tapRows(kh, oh0, nrows int) (a, b int) {
 	return a, max(a, b)
 }
 
-// tapCols returns, for tap column kw of a convolution with unit column
-// stride, the input column of output column 0 (iw0) and the output columns
-// [v0, v1) whose input column lies in the plane.
+// tapCols returns, for tap column kw, the input column of output column 0
+// (iw0) and the output columns [v0, v1) whose input column iw0 + ow·sw
+// lies in the plane.
 func (s *convShape) tapCols(kw int) (iw0, v0, v1 int) {
 	iw0 = kw*s.dw - s.pw
-	v0 = min(s.ow, max(0, -iw0))
-	v1 = max(v0, min(s.ow, s.w-iw0))
-	return iw0, v0, v1
+	if iw0 < 0 {
+		v0 = (-iw0 + s.sw - 1) / s.sw
+	}
+	if s.w-iw0 > 0 {
+		v1 = (s.w - iw0 + s.sw - 1) / s.sw
+	}
+	v0 = min(v0, s.ow)
+	return iw0, v0, max(v0, min(v1, s.ow))
 }
 
 // laneMask returns the mask of the lanes j < 16 with lo ≤ j < hi.
@@ -533,7 +538,7 @@ func laneMask(lo, hi int) uint32 {
 	return (uint32(1)<<hi - 1) &^ (uint32(1)<<lo - 1)
 }
 
-// im2colRows is im2col for unit column stride and whole output rows (p0
+// im2colRows is im2col for column stride 1 or 2 and whole output rows (p0
 // and np multiples of OW), moving each tap's rows with rowsCopy.
 func im2colRows(s *convShape, nc int, x []float32, p0, np int, col []float32, ld int) {
 	OW, HW := s.ow, s.h*s.w
@@ -553,7 +558,7 @@ func im2colRows(s *convShape, nc int, x []float32, p0, np int, col []float32, ld
 				}
 				iw0, v0, v1 := s.tapCols(kw)
 				for j := 0; j < OW; j += 16 {
-					rowsCopy(dst[(a-oh0)*OW+j:], OW, plane, ih*s.w+iw0+j, s.sh*s.w, b-a,
+					rowsCopy(dst[(a-oh0)*OW+j:], OW, plane, ih*s.w+iw0+j*s.sw, s.sh*s.w, b-a, s.sw,
 						laneMask(v0-j, v1-j), laneMask(0, OW-j))
 				}
 			}
@@ -561,7 +566,7 @@ func im2colRows(s *convShape, nc int, x []float32, p0, np int, col []float32, ld
 	}
 }
 
-// col2imRows is col2im for unit column stride and whole output rows,
+// col2imRows is col2im for column stride 1 or 2 and whole output rows,
 // adding each tap's rows with rowsAdd.
 func col2imRows(s *convShape, nc int, col []float32, p0, np, ld int, dx []float32) {
 	OW, HW := s.ow, s.h*s.w
@@ -579,7 +584,7 @@ func col2imRows(s *convShape, nc int, col []float32, p0, np, ld int, dx []float3
 				src := col[r*ld+(a-oh0)*OW:]
 				iw0, v0, v1 := s.tapCols(kw)
 				for j := v0 &^ 15; j < v1; j += 16 {
-					rowsAdd(plane, ih*s.w+iw0+j, s.sh*s.w, src[j:], OW, b-a, laneMask(v0-j, v1-j))
+					rowsAdd(plane, ih*s.w+iw0+j*s.sw, s.sh*s.w, src[j:], OW, b-a, s.sw, laneMask(v0-j, v1-j))
 				}
 			}
 		}

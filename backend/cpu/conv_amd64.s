@@ -69,3 +69,117 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+// Permutation indices: the even lanes of a pair of vectors (0, 2, …, 30),
+// and each of the first and the last eight lanes twice (0, 0, 1, 1, …).
+DATA convEven<>+0(SB)/8, $0x0000000200000000
+DATA convEven<>+8(SB)/8, $0x0000000600000004
+DATA convEven<>+16(SB)/8, $0x0000000a00000008
+DATA convEven<>+24(SB)/8, $0x0000000e0000000c
+DATA convEven<>+32(SB)/8, $0x0000001200000010
+DATA convEven<>+40(SB)/8, $0x0000001600000014
+DATA convEven<>+48(SB)/8, $0x0000001a00000018
+DATA convEven<>+56(SB)/8, $0x0000001e0000001c
+GLOBL convEven<>(SB), RODATA|NOPTR, $64
+
+DATA convTwice<>+0(SB)/8, $0x0000000000000000
+DATA convTwice<>+8(SB)/8, $0x0000000100000001
+DATA convTwice<>+16(SB)/8, $0x0000000200000002
+DATA convTwice<>+24(SB)/8, $0x0000000300000003
+DATA convTwice<>+32(SB)/8, $0x0000000400000004
+DATA convTwice<>+40(SB)/8, $0x0000000500000005
+DATA convTwice<>+48(SB)/8, $0x0000000600000006
+DATA convTwice<>+56(SB)/8, $0x0000000700000007
+DATA convTwice<>+64(SB)/8, $0x0000000800000008
+DATA convTwice<>+72(SB)/8, $0x0000000900000009
+DATA convTwice<>+80(SB)/8, $0x0000000a0000000a
+DATA convTwice<>+88(SB)/8, $0x0000000b0000000b
+DATA convTwice<>+96(SB)/8, $0x0000000c0000000c
+DATA convTwice<>+104(SB)/8, $0x0000000d0000000d
+DATA convTwice<>+112(SB)/8, $0x0000000e0000000e
+DATA convTwice<>+120(SB)/8, $0x0000000f0000000f
+GLOBL convTwice<>(SB), RODATA|NOPTR, $128
+
+// func rowsCopyS2AVX512(dst []float32, ldd int, src []float32, off, lds, rows int, lmask, smask uint32)
+//
+// As rowsCopyAVX512 with column stride 2: lane j of row i gets
+// src[off + i·lds + 2j]. lmask has a bit for each of the 32 source lanes
+// (those of the even lanes the row needs); lanes outside it are not read.
+TEXT ·rowsCopyS2AVX512(SB), NOSPLIT, $0-88
+	MOVQ      dst_base+0(FP), DI
+	MOVQ      ldd+24(FP), R8
+	MOVQ      src_base+32(FP), SI
+	MOVQ      off+56(FP), AX
+	MOVQ      lds+64(FP), R9
+	MOVQ      rows+72(FP), CX
+	MOVL      lmask+80(FP), DX
+	MOVL      smask+84(FP), BX
+	LEAQ      (SI)(AX*4), SI
+	SHLQ      $2, R8
+	SHLQ      $2, R9
+	KMOVW     DX, K1
+	SHRL      $16, DX
+	KMOVW     DX, K3
+	KMOVW     BX, K2
+	VMOVDQU32 convEven<>(SB), Z28
+	TESTQ     CX, CX
+	JLE       s2done
+
+s2loop:
+	VMOVUPS.Z (SI), K1, Z0
+	VMOVUPS.Z 64(SI), K3, Z1
+	VPERMT2PS Z1, Z28, Z0
+	VMOVUPS   Z0, K2, (DI)
+	ADDQ      R9, SI
+	ADDQ      R8, DI
+	DECQ      CX
+	JNZ       s2loop
+
+s2done:
+	VZEROUPPER
+	RET
+
+// func rowsAddS2AVX512(dst []float32, off, ldd int, src []float32, lds, rows int, smask, dmask uint32)
+//
+// As rowsAddAVX512 with column stride 2: for the lanes j of smask,
+// src[i·lds + j] is added to dst[off + i·ldd + 2j]; dmask has bit 2j for
+// each bit j of smask. Other lanes are not touched.
+TEXT ·rowsAddS2AVX512(SB), NOSPLIT, $0-88
+	MOVQ      dst_base+0(FP), DI
+	MOVQ      off+24(FP), AX
+	MOVQ      ldd+32(FP), R8
+	MOVQ      src_base+40(FP), SI
+	MOVQ      lds+64(FP), R9
+	MOVQ      rows+72(FP), CX
+	MOVL      smask+80(FP), DX
+	MOVL      dmask+84(FP), BX
+	LEAQ      (DI)(AX*4), DI
+	SHLQ      $2, R8
+	SHLQ      $2, R9
+	KMOVW     DX, K1
+	KMOVW     BX, K2
+	SHRL      $16, BX
+	KMOVW     BX, K3
+	VMOVDQU32 convTwice<>(SB), Z28
+	VMOVDQU32 convTwice<>+64(SB), Z29
+	TESTQ     CX, CX
+	JLE       a2done
+
+a2loop:
+	VMOVUPS.Z (SI), K1, Z2
+	VPERMPS   Z2, Z28, Z3
+	VPERMPS   Z2, Z29, Z4
+	VMOVUPS.Z (DI), K2, Z0
+	VADDPS    Z3, Z0, Z0
+	VMOVUPS   Z0, K2, (DI)
+	VMOVUPS.Z 64(DI), K3, Z1
+	VADDPS    Z4, Z1, Z1
+	VMOVUPS   Z1, K3, 64(DI)
+	ADDQ      R9, SI
+	ADDQ      R8, DI
+	DECQ      CX
+	JNZ       a2loop
+
+a2done:
+	VZEROUPPER
+	RET

@@ -7,27 +7,28 @@ import (
 	"testing"
 )
 
-// TestRowsVec checks the AVX-512 row copy and row addition against their
-// definitions for every mask shape: prefixes, suffixes, runs and single
-// lanes, negative offsets whose low lanes are masked off, and row strides
-// shorter and longer than a vector.
+// TestRowsVec checks the AVX-512 row copies and row additions, for column
+// strides 1 and 2, against their definitions for every mask shape:
+// prefixes, suffixes, runs and single lanes, negative offsets whose low
+// lanes are masked off, and row strides shorter and longer than a vector.
 func TestRowsVec(t *testing.T) {
-	if !convRowsVec() {
+	if !convRowsVec(1) {
 		t.Skip("the kernel path has no AVX-512 row copies")
 	}
 	rng := rand.New(rand.NewPCG(7, 8))
-	for trial := range 2000 {
+	for trial := range 4000 {
+		sw := 1 + trial%2
 		rows := rng.IntN(5)
 		lo := rng.IntN(17)
 		hi := lo + rng.IntN(17-lo)
 		width := hi + rng.IntN(17-hi)
 		smask, lmask := laneMask(0, width), laneMask(lo, hi)
 		ldd, lds := 16+rng.IntN(8), 1+rng.IntN(40)
-		off := rng.IntN(8) - lo
-		if off+lo < 0 {
-			off = -lo
+		off := rng.IntN(8) - sw*lo
+		if off+sw*lo < 0 {
+			off = -sw * lo
 		}
-		src := make([]float32, off+rows*lds+32)
+		src := make([]float32, off+rows*lds+64)
 		for i := range src {
 			src[i] = rng.Float32()
 		}
@@ -43,32 +44,35 @@ func TestRowsVec(t *testing.T) {
 				}
 				want[i*ldd+j] = 0
 				if lmask>>j&1 != 0 {
-					want[i*ldd+j] = src[off+i*lds+j]
+					want[i*ldd+j] = src[off+i*lds+sw*j]
 				}
 			}
 		}
-		rowsCopy(dst, ldd, src, off, lds, rows, lmask, smask)
+		rowsCopy(dst, ldd, src, off, lds, rows, sw, lmask, smask)
 		for i := range dst {
 			if dst[i] != want[i] {
-				t.Fatalf("trial %d: rowsCopy(rows %d, lanes [%d,%d) of %d, off %d): dst[%d] = %v, want %v", trial, rows, lo, hi, width, off, i, dst[i], want[i])
+				t.Fatalf("trial %d: rowsCopy(rows %d, stride %d, lanes [%d,%d) of %d, off %d): dst[%d] = %v, want %v",
+					trial, rows, sw, lo, hi, width, off, i, dst[i], want[i])
 			}
 		}
-		// The addition, with dst and src swapped in role.
+		// The addition, with src as the destination; rows may not overlap.
+		if lds < 16*sw && rows > 1 {
+			continue
+		}
 		acc := append([]float32(nil), src...)
 		wantAcc := append([]float32(nil), src...)
 		for i := range rows {
 			for j := range 16 {
 				if lmask>>j&1 != 0 {
-					wantAcc[off+i*lds+j] += dst[i*ldd+j]
+					wantAcc[off+i*lds+sw*j] += dst[i*ldd+j]
 				}
 			}
 		}
-		if lds >= 16 || rows <= 1 {
-			rowsAdd(acc, off, lds, dst, ldd, rows, lmask)
-			for i := range acc {
-				if acc[i] != wantAcc[i] {
-					t.Fatalf("trial %d: rowsAdd(rows %d, lanes [%d,%d), off %d): [%d] = %v, want %v", trial, rows, lo, hi, off, i, acc[i], wantAcc[i])
-				}
+		rowsAdd(acc, off, lds, dst, ldd, rows, sw, lmask)
+		for i := range acc {
+			if acc[i] != wantAcc[i] {
+				t.Fatalf("trial %d: rowsAdd(rows %d, stride %d, lanes [%d,%d), off %d): [%d] = %v, want %v",
+					trial, rows, sw, lo, hi, off, i, acc[i], wantAcc[i])
 			}
 		}
 	}

@@ -4,10 +4,10 @@ package cpu
 
 // convRowsVec reports false: other CPUs run the Go loops of im2col and
 // col2im.
-func convRowsVec() bool { return false }
+func convRowsVec(sw int) bool { return false }
 
 // rowsCopy is the Go form of the AVX-512 row copy (see conv_amd64.go).
-func rowsCopy(dst []float32, ldd int, src []float32, off, lds, rows int, lmask, smask uint32) {
+func rowsCopy(dst []float32, ldd int, src []float32, off, lds, rows, sw int, lmask, smask uint32) {
 	for i := range rows {
 		for j := range 16 {
 			if smask>>j&1 == 0 {
@@ -15,7 +15,7 @@ func rowsCopy(dst []float32, ldd int, src []float32, off, lds, rows int, lmask, 
 			}
 			var v float32
 			if lmask>>j&1 != 0 {
-				v = src[off+i*lds+j]
+				v = src[off+i*lds+sw*j]
 			}
 			dst[i*ldd+j] = v
 		}
@@ -23,11 +23,11 @@ func rowsCopy(dst []float32, ldd int, src []float32, off, lds, rows int, lmask, 
 }
 
 // rowsAdd is the Go form of the AVX-512 row addition (see conv_amd64.go).
-func rowsAdd(dst []float32, off, ldd int, src []float32, lds, rows int, mask uint32) {
+func rowsAdd(dst []float32, off, ldd int, src []float32, lds, rows, sw int, mask uint32) {
 	for i := range rows {
 		for j := range 16 {
 			if mask>>j&1 != 0 {
-				dst[off+i*ldd+j] += src[i*lds+j]
+				dst[off+i*ldd+sw*j] += src[i*lds+j]
 			}
 		}
 	}
