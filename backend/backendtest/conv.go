@@ -90,6 +90,9 @@ func checkConv(e *Env) {
 		{5, 4, 4, 4, 6, 1, 1, pr(1, 1, 0, 0, 1, 1, 1)},
 		{3, 3, 9, 37, 4, 3, 3, pr(2, 1, 2, 1, 2, 1, 1)},
 		{2, 3, 6, 70, 4, 3, 3, pr(1, 2, 1, 1, 1, 1, 1)},
+		// Depthwise, rows wider than a vector, two outputs per group; 5×5.
+		{2, 4, 10, 20, 8, 3, 3, pr(1, 1, 1, 1, 1, 1, 4)},
+		{1, 3, 7, 18, 3, 5, 5, pr(2, 1, 2, 2, 1, 1, 3)},
 	}
 	for _, dt := range FloatTypes {
 		for _, cc := range cases {

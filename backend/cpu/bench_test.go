@@ -64,10 +64,15 @@ func BenchmarkMatMul(b *testing.B) {
 // convBench is a ResNet-like convolution.
 type convBench struct {
 	n, c, hw, o, k, stride, pad int
+	groups                      int // 0 for 1
 }
 
 func (c convBench) String() string {
-	return fmt.Sprintf("N%d_%dto%d_%dx%d_k%d_s%d", c.n, c.c, c.o, c.hw, c.hw, c.k, c.stride)
+	s := fmt.Sprintf("N%d_%dto%d_%dx%d_k%d_s%d", c.n, c.c, c.o, c.hw, c.hw, c.k, c.stride)
+	if c.groups > 1 {
+		s += fmt.Sprintf("_g%d", c.groups)
+	}
+	return s
 }
 
 var convBenches = []convBench{
@@ -75,6 +80,13 @@ var convBenches = []convBench{
 	{n: 8, c: 128, hw: 28, o: 128, k: 3, stride: 1, pad: 1},
 	{n: 2, c: 3, hw: 224, o: 64, k: 7, stride: 2, pad: 3},
 	{n: 8, c: 256, hw: 14, o: 1024, k: 1, stride: 1, pad: 0},
+	// ResNet-18's small-stem stages at 32×32, batch 64.
+	{n: 64, c: 64, hw: 32, o: 64, k: 3, stride: 1, pad: 1},
+	{n: 64, c: 64, hw: 32, o: 128, k: 3, stride: 2, pad: 1},
+	{n: 64, c: 256, hw: 8, o: 256, k: 3, stride: 1, pad: 1},
+	{n: 64, c: 512, hw: 4, o: 512, k: 3, stride: 1, pad: 1},
+	// Depthwise.
+	{n: 64, c: 64, hw: 32, o: 64, k: 3, stride: 1, pad: 1, groups: 64},
 }
 
 // runConvBench benchmarks one convolution kernel; run gets the views x, w
@@ -83,10 +95,11 @@ func runConvBench(b *testing.B, run func(dev *cpu.Backend, x, w, y backend.View,
 	for _, c := range convBenches {
 		b.Run(c.String(), func(b *testing.B) {
 			dev := cpu.New()
-			p := backend.ConvParams{StrideH: c.stride, StrideW: c.stride, PadH: c.pad, PadW: c.pad, DilationH: 1, DilationW: 1, Groups: 1}
+			g := max(1, c.groups)
+			p := backend.ConvParams{StrideH: c.stride, StrideW: c.stride, PadH: c.pad, PadW: c.pad, DilationH: 1, DilationW: 1, Groups: g}
 			oh, ow := p.OutputSize(c.hw, c.hw, c.k, c.k)
 			x := benchView(b, dev, backend.Shape{c.n, c.c, c.hw, c.hw})
-			w := benchView(b, dev, backend.Shape{c.o, c.c, c.k, c.k})
+			w := benchView(b, dev, backend.Shape{c.o, c.c / g, c.k, c.k})
 			y := benchView(b, dev, backend.Shape{c.n, c.o, oh, ow})
 			b.ResetTimer()
 			for range b.N {
@@ -94,7 +107,7 @@ func runConvBench(b *testing.B, run func(dev *cpu.Backend, x, w, y backend.View,
 					b.Fatal(err)
 				}
 			}
-			reportGFLOPS(b, 2*float64(c.n*c.o*c.c*c.k*c.k*oh*ow))
+			reportGFLOPS(b, 2*float64(c.n*c.o*c.c/g*c.k*c.k*oh*ow))
 		})
 	}
 }

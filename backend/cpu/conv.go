@@ -157,9 +157,17 @@ func (c *Backend) Conv2d(dst, x, w backend.View, p backend.ConvParams) error {
 	}
 	switch x.DType {
 	case backend.Float32:
-		convForward(&s, x.Offset, w.Offset, dst.Offset, F32(x), F32(w), F32(dst))
+		if s.depthwise() {
+			depthwiseForward(&s, x.Offset, w.Offset, dst.Offset, F32(x), F32(w), F32(dst))
+		} else {
+			convForward(&s, x.Offset, w.Offset, dst.Offset, F32(x), F32(w), F32(dst))
+		}
 	case backend.Float64:
-		convForward(&s, x.Offset, w.Offset, dst.Offset, F64(x), F64(w), F64(dst))
+		if s.depthwise() {
+			depthwiseForward(&s, x.Offset, w.Offset, dst.Offset, F64(x), F64(w), F64(dst))
+		} else {
+			convForward(&s, x.Offset, w.Offset, dst.Offset, F64(x), F64(w), F64(dst))
+		}
 	}
 	return nil
 }
@@ -172,9 +180,17 @@ func (c *Backend) Conv2dBackwardData(dx, dy, w backend.View, p backend.ConvParam
 	}
 	switch dx.DType {
 	case backend.Float32:
-		convBackwardData(&s, dx.Offset, w.Offset, dy.Offset, F32(dx), F32(w), F32(dy))
+		if s.depthwise() {
+			depthwiseBackwardData(&s, dx.Offset, w.Offset, dy.Offset, F32(dx), F32(w), F32(dy))
+		} else {
+			convBackwardData(&s, dx.Offset, w.Offset, dy.Offset, F32(dx), F32(w), F32(dy))
+		}
 	case backend.Float64:
-		convBackwardData(&s, dx.Offset, w.Offset, dy.Offset, F64(dx), F64(w), F64(dy))
+		if s.depthwise() {
+			depthwiseBackwardData(&s, dx.Offset, w.Offset, dy.Offset, F64(dx), F64(w), F64(dy))
+		} else {
+			convBackwardData(&s, dx.Offset, w.Offset, dy.Offset, F64(dx), F64(w), F64(dy))
+		}
 	}
 	return nil
 }
@@ -187,9 +203,17 @@ func (c *Backend) Conv2dBackwardWeight(dw, x, dy backend.View, p backend.ConvPar
 	}
 	switch x.DType {
 	case backend.Float32:
-		convBackwardWeight(&s, x.Offset, dw.Offset, dy.Offset, F32(x), F32(dw), F32(dy))
+		if s.depthwise() {
+			depthwiseBackwardWeight(&s, x.Offset, dw.Offset, dy.Offset, F32(x), F32(dw), F32(dy))
+		} else {
+			convBackwardWeight(&s, x.Offset, dw.Offset, dy.Offset, F32(x), F32(dw), F32(dy))
+		}
 	case backend.Float64:
-		convBackwardWeight(&s, x.Offset, dw.Offset, dy.Offset, F64(x), F64(dw), F64(dy))
+		if s.depthwise() {
+			depthwiseBackwardWeight(&s, x.Offset, dw.Offset, dy.Offset, F64(x), F64(dw), F64(dy))
+		} else {
+			convBackwardWeight(&s, x.Offset, dw.Offset, dy.Offset, F64(x), F64(dw), F64(dy))
+		}
 	}
 	return nil
 }

@@ -16,6 +16,44 @@ func rowsAddAVX512(dst []float32, off, ldd int, src []float32, lds, rows int, ma
 //go:noescape
 func rowsAddS2AVX512(dst []float32, off, ldd int, src []float32, lds, rows int, smask, dmask uint32)
 
+//go:noescape
+func rowsAxpyAVX512(dst []float32, doff, ldd int, src []float32, soff, lds, rows int, mask uint32, a float32)
+
+//go:noescape
+func rowsDotAVX512(a []float32, aoff, lda int, b []float32, boff, ldb, rows int, mask uint32) float32
+
+// checkRows panics unless the lanes of mask of rows rows, ld apart from
+// off, lie inside a slice of n elements.
+func checkRows(n, off, ld, rows int, mask uint32) {
+	lo, hi := bits.TrailingZeros32(mask), bits.Len32(mask)-1
+	if off+lo < 0 || off+(rows-1)*ld+hi >= n {
+		panic("cpu: row block outside its slice")
+	}
+}
+
+// rowsAxpy adds, for each row i < rows and each lane j < 16 of mask,
+// a·src[soff+i·lds+j] to dst[doff+i·ldd+j]. Only the lanes of mask are
+// touched, so an offset may be negative when the low lanes are not.
+func rowsAxpy(dst []float32, doff, ldd int, src []float32, soff, lds, rows int, mask uint32, a float32) {
+	if rows <= 0 || mask == 0 {
+		return
+	}
+	checkRows(len(dst), doff, ldd, rows, mask)
+	checkRows(len(src), soff, lds, rows, mask)
+	rowsAxpyAVX512(dst, doff, ldd, src, soff, lds, rows, mask, a)
+}
+
+// rowsDot returns the sum over rows i < rows and lanes j < 16 of mask of
+// a[aoff+i·lda+j]·b[boff+i·ldb+j]. Only the lanes of mask are read.
+func rowsDot(a []float32, aoff, lda int, b []float32, boff, ldb, rows int, mask uint32) float32 {
+	if rows <= 0 || mask == 0 {
+		return 0
+	}
+	checkRows(len(a), aoff, lda, rows, mask)
+	checkRows(len(b), boff, ldb, rows, mask)
+	return rowsDotAVX512(a, aoff, lda, b, boff, ldb, rows, mask)
+}
+
 // convRowsVec reports whether the kernel path has the vector row copies of
 // im2colRows and col2imRows for column stride sw: AVX-512, stride 1 or 2.
 func convRowsVec(sw int) bool { return (sw == 1 || sw == 2) && activeVec() == vecAVX512 }

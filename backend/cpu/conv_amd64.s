@@ -183,3 +183,86 @@ a2loop:
 a2done:
 	VZEROUPPER
 	RET
+
+// func rowsAxpyAVX512(dst []float32, doff, ldd int, src []float32, soff, lds, rows int, mask uint32, a float32)
+//
+// For each row i < rows and each lane j < 16 of mask,
+// dst[doff + i·ldd + j] += a·src[soff + i·lds + j]; other lanes are not
+// touched, so either offset may point before its slice.
+TEXT ·rowsAxpyAVX512(SB), NOSPLIT, $0-96
+	MOVQ         dst_base+0(FP), DI
+	MOVQ         doff+24(FP), AX
+	MOVQ         ldd+32(FP), R8
+	MOVQ         src_base+40(FP), SI
+	MOVQ         soff+64(FP), BX
+	MOVQ         lds+72(FP), R9
+	MOVQ         rows+80(FP), CX
+	MOVL         mask+88(FP), DX
+	VBROADCASTSS a+92(FP), Z2
+	LEAQ         (DI)(AX*4), DI
+	LEAQ         (SI)(BX*4), SI
+	SHLQ         $2, R8
+	SHLQ         $2, R9
+	KMOVW        DX, K1
+	TESTQ        CX, CX
+	JLE          xdone
+
+xloop:
+	VMOVUPS.Z   (DI), K1, Z0
+	VMOVUPS.Z   (SI), K1, Z1
+	VFMADD231PS Z1, Z2, Z0
+	VMOVUPS     Z0, K1, (DI)
+	ADDQ        R9, SI
+	ADDQ        R8, DI
+	DECQ        CX
+	JNZ         xloop
+
+xdone:
+	VZEROUPPER
+	RET
+
+// func rowsDotAVX512(a []float32, aoff, lda int, b []float32, boff, ldb, rows int, mask uint32) float32
+//
+// Returns the sum over rows i < rows and lanes j < 16 of mask of
+// a[aoff + i·lda + j]·b[boff + i·ldb + j], summed per lane down the rows
+// and then across the lanes in a fixed order. Lanes outside mask are not
+// read.
+TEXT ·rowsDotAVX512(SB), NOSPLIT, $0-100
+	MOVQ   a_base+0(FP), DI
+	MOVQ   aoff+24(FP), AX
+	MOVQ   lda+32(FP), R8
+	MOVQ   b_base+40(FP), SI
+	MOVQ   boff+64(FP), BX
+	MOVQ   ldb+72(FP), R9
+	MOVQ   rows+80(FP), CX
+	MOVL   mask+88(FP), DX
+	LEAQ   (DI)(AX*4), DI
+	LEAQ   (SI)(BX*4), SI
+	SHLQ   $2, R8
+	SHLQ   $2, R9
+	KMOVW  DX, K1
+	VXORPS Z0, Z0, Z0
+	TESTQ  CX, CX
+	JLE    dsum
+
+dloop:
+	VMOVUPS.Z   (DI), K1, Z1
+	VMOVUPS.Z   (SI), K1, Z2
+	VFMADD231PS Z2, Z1, Z0
+	ADDQ        R8, DI
+	ADDQ        R9, SI
+	DECQ        CX
+	JNZ         dloop
+
+dsum:
+	VEXTRACTF32X8 $1, Z0, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF128  $1, Y0, X1
+	VADDPS        X1, X0, X0
+	VMOVHLPS      X0, X0, X1
+	VADDPS        X1, X0, X0
+	VMOVSHDUP     X0, X1
+	VADDSS        X1, X0, X0
+	MOVSS         X0, ret+96(FP)
+	VZEROUPPER
+	RET

@@ -75,5 +75,36 @@ func TestRowsVec(t *testing.T) {
 					trial, rows, sw, lo, hi, off, i, acc[i], wantAcc[i])
 			}
 		}
+		if sw != 1 {
+			continue
+		}
+		// The update a·src + dst and the dot product, on the same blocks.
+		const a = 0.75
+		acc = append(acc[:0], src...)
+		for i := range rows {
+			for j := range 16 {
+				if lmask>>j&1 != 0 {
+					wantAcc[off+i*lds+j] = acc[off+i*lds+j] + a*dst[i*ldd+j]
+				}
+			}
+		}
+		var wantDot float64
+		for i := range rows {
+			for j := range 16 {
+				if lmask>>j&1 != 0 {
+					wantDot += float64(src[off+i*lds+j]) * float64(dst[i*ldd+j])
+				}
+			}
+		}
+		dot := rowsDot(src, off, lds, dst, 0, ldd, rows, lmask)
+		if d := float64(dot) - wantDot; d > 1e-5*(1+wantDot) || d < -1e-5*(1+wantDot) {
+			t.Fatalf("trial %d: rowsDot(rows %d, lanes [%d,%d), off %d) = %v, want %v", trial, rows, lo, hi, off, dot, wantDot)
+		}
+		rowsAxpy(acc, off, lds, dst, 0, ldd, rows, lmask, a)
+		for i := range acc {
+			if d := acc[i] - wantAcc[i]; d > 1e-6 || d < -1e-6 {
+				t.Fatalf("trial %d: rowsAxpy(rows %d, lanes [%d,%d), off %d): [%d] = %v, want %v", trial, rows, lo, hi, off, i, acc[i], wantAcc[i])
+			}
+		}
 	}
 }

@@ -1,0 +1,185 @@
+package cpu
+
+// Depthwise convolutions (one input channel per group, as in MobileNet's
+// separable convolutions: groups = C, any number of output channels per
+// group) have too little work per output for the im2col lowering, whose
+// products would be one row high. They run a direct kernel instead: each
+// tap (kh, kw) adds a weighted run of an input row to a run of an output
+// row, which the compiler turns into a tight loop over contiguous memory
+// for unit column stride. Every output is the sum of its taps in the order
+// (kh, kw), and each task owns whole planes (whole kernels for the weight
+// gradient, summed over the batch in order), so results do not depend on
+// the number of goroutines. On the AVX-512 path, with unit column stride,
+// a tap's runs over all the rows it reaches go to one vector call
+// (rowsAxpy, rowsDot), 16 columns at a time.
+
+// depthwise reports whether s runs the direct depthwise kernel.
+func (s *convShape) depthwise() bool { return s.cg == 1 && s.groups > 1 }
+
+// dwRuns calls fn for each tap (kh, kw) that reaches into the plane from
+// output row oh: k = kh·KW + kw, the input row's offset in its plane, and
+// the tap's iw0, v0 and v1 (see tapCols).
+func (s *convShape) dwRuns(oh int, fn func(k, src, iw0, v0, v1 int)) {
+	for kh := range s.kh {
+		ih := oh*s.sh - s.ph + kh*s.dh
+		if ih < 0 || ih >= s.h {
+			continue
+		}
+		for kw := range s.kw {
+			iw0, v0, v1 := s.tapCols(kw)
+			if v0 < v1 {
+				fn(kh*s.kw+kw, ih*s.w, iw0, v0, v1)
+			}
+		}
+	}
+}
+
+// dwTaps calls fn for each tap (kh, kw) that reaches into the plane from
+// some output: k = kh·KW + kw, the output rows [a, b) it reaches from, the
+// offset in its plane of the input row of output row a, and the tap's iw0,
+// v0 and v1 (see tapCols).
+func (s *convShape) dwTaps(fn func(k, a, b, src, iw0, v0, v1 int)) {
+	for kh := range s.kh {
+		a, b := s.tapRows(kh, 0, s.oh)
+		if a == b {
+			continue
+		}
+		src := (a*s.sh - s.ph + kh*s.dh) * s.w
+		for kw := range s.kw {
+			iw0, v0, v1 := s.tapCols(kw)
+			if v0 < v1 {
+				fn(kh*s.kw+kw, a, b, src, iw0, v0, v1)
+			}
+		}
+	}
+}
+
+// depthwiseForward computes y = conv(x, w) for a depthwise s.
+func depthwiseForward[T float32 | float64](s *convShape, xo, wo, yo int, x, w, y []T) {
+	HW, P, KK := s.h*s.w, s.positions(), s.kh*s.kw
+	work := 2 * P * KK
+	parallelFor(s.n*s.o, max(1, minParallelFlops/max(1, work)), func(lo, hi int) {
+		for u := lo; u < hi; u++ {
+			n, o := u/s.o, u%s.o
+			in := x[xo+(n*s.c+o/s.og)*HW:][:HW]
+			wk := w[wo+o*KK:][:KK]
+			out := y[yo+u*P:][:P]
+			clear(out)
+			if vec, ok := any(out).([]float32); ok && s.sw == 1 && convRowsVec(1) {
+				in32, w32 := any(in).([]float32), any(wk).([]float32)
+				s.dwTaps(func(k, a, b, src, iw0, v0, v1 int) {
+					for j := v0 &^ 15; j < v1; j += 16 {
+						rowsAxpy(vec, a*s.ow+j, s.ow, in32, src+iw0+j, s.sh*s.w, b-a, laneMask(v0-j, v1-j), w32[k])
+					}
+				})
+				continue
+			}
+			for oh := range s.oh {
+				row := out[oh*s.ow : (oh+1)*s.ow]
+				s.dwRuns(oh, func(k, src, iw0, v0, v1 int) {
+					wv := wk[k]
+					if s.sw == 1 {
+						seg := in[src+iw0+v0 : src+iw0+v1]
+						dst := row[v0:v1]
+						for i, v := range seg {
+							dst[i] += wv * v
+						}
+						return
+					}
+					for ow := v0; ow < v1; ow++ {
+						row[ow] += wv * in[src+iw0+ow*s.sw]
+					}
+				})
+			}
+		}
+	})
+}
+
+// depthwiseBackwardData computes dx from dy and w for a depthwise s; a
+// task owns whole input planes, each the sum over its group's outputs.
+func depthwiseBackwardData[T float32 | float64](s *convShape, dxo, wo, dyo int, dx, w, dy []T) {
+	HW, P, KK := s.h*s.w, s.positions(), s.kh*s.kw
+	work := 2 * P * KK * s.og
+	parallelFor(s.n*s.c, max(1, minParallelFlops/max(1, work)), func(lo, hi int) {
+		for u := lo; u < hi; u++ {
+			n, g := u/s.c, u%s.c
+			in := dx[dxo+u*HW:][:HW]
+			clear(in)
+			for oc := range s.og {
+				o := g*s.og + oc
+				wk := w[wo+o*KK:][:KK]
+				grad := dy[dyo+(n*s.o+o)*P:][:P]
+				if vec, ok := any(in).([]float32); ok && s.sw == 1 && convRowsVec(1) {
+					g32, w32 := any(grad).([]float32), any(wk).([]float32)
+					s.dwTaps(func(k, a, b, src, iw0, v0, v1 int) {
+						for j := v0 &^ 15; j < v1; j += 16 {
+							rowsAxpy(vec, src+iw0+j, s.sh*s.w, g32, a*s.ow+j, s.ow, b-a, laneMask(v0-j, v1-j), w32[k])
+						}
+					})
+					continue
+				}
+				for oh := range s.oh {
+					row := grad[oh*s.ow : (oh+1)*s.ow]
+					s.dwRuns(oh, func(k, src, iw0, v0, v1 int) {
+						wv := wk[k]
+						if s.sw == 1 {
+							dst := in[src+iw0+v0 : src+iw0+v1]
+							for i, v := range row[v0:v1] {
+								dst[i] += wv * v
+							}
+							return
+						}
+						for ow := v0; ow < v1; ow++ {
+							in[src+iw0+ow*s.sw] += wv * row[ow]
+						}
+					})
+				}
+			}
+		}
+	})
+}
+
+// depthwiseBackwardWeight computes dw from x and dy for a depthwise s; a
+// task owns whole kernels, summed over the samples in order.
+func depthwiseBackwardWeight[T float32 | float64](s *convShape, xo, dwo, dyo int, x, dw, dy []T) {
+	HW, P, KK := s.h*s.w, s.positions(), s.kh*s.kw
+	work := 2 * P * KK * s.n
+	parallelFor(s.o, max(1, minParallelFlops/max(1, work)), func(lo, hi int) {
+		for o := lo; o < hi; o++ {
+			wk := dw[dwo+o*KK:][:KK]
+			clear(wk)
+			for n := range s.n {
+				in := x[xo+(n*s.c+o/s.og)*HW:][:HW]
+				grad := dy[dyo+(n*s.o+o)*P:][:P]
+				if vec, ok := any(grad).([]float32); ok && s.sw == 1 && convRowsVec(1) {
+					acc, in32 := any(wk).([]float32), any(in).([]float32)
+					s.dwTaps(func(k, a, b, src, iw0, v0, v1 int) {
+						var sum float32
+						for j := v0 &^ 15; j < v1; j += 16 {
+							sum += rowsDot(vec, a*s.ow+j, s.ow, in32, src+iw0+j, s.sh*s.w, b-a, laneMask(v0-j, v1-j))
+						}
+						acc[k] += sum
+					})
+					continue
+				}
+				for oh := range s.oh {
+					row := grad[oh*s.ow : (oh+1)*s.ow]
+					s.dwRuns(oh, func(k, src, iw0, v0, v1 int) {
+						var sum T
+						if s.sw == 1 {
+							seg := in[src+iw0+v0 : src+iw0+v1]
+							for i, v := range row[v0:v1] {
+								sum += v * seg[i]
+							}
+						} else {
+							for ow := v0; ow < v1; ow++ {
+								sum += row[ow] * in[src+iw0+ow*s.sw]
+							}
+						}
+						wk[k] += sum
+					})
+				}
+			}
+		}
+	})
+}
