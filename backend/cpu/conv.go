@@ -3,8 +3,6 @@ package cpu
 import (
 	"fmt"
 	"runtime"
-	"slices"
-	"sync"
 
 	"github.com/flockml/flock/backend"
 )
@@ -277,7 +275,7 @@ func convForward[T float32 | float64](s *convShape, xo, wo, yo int, x, w, y []T)
 	P, R := s.positions(), s.taps()
 	pl := s.plan()
 	flops := 2 * s.o * R * pl.width
-	parallelFor(pl.blocks, max(1, minParallelFlops/max(1, flops)), func(lo, hi int) {
+	parallelShare(pl.blocks, max(1, minParallelFlops/max(1, flops)), func(lo, hi int) {
 		var col, out lazyScratch[T]
 		defer col.release()
 		defer out.release()
@@ -340,7 +338,7 @@ func convBackwardData[T float32 | float64](s *convShape, dxo, wo, dyo int, dx, w
 		transpose(wt[g*R*ldw:], ldw, w[wo+g*s.og*R:], R, s.og, R)
 	}
 	flops := 2 * cb * KK * s.og * pl.width * per
-	parallelFor(units*s.groups*chans, max(1, minParallelFlops/max(1, flops)), func(lo, hi int) {
+	parallelShare(units*s.groups*chans, max(1, minParallelFlops/max(1, flops)), func(lo, hi int) {
 		var col, grad lazyScratch[T]
 		defer col.release()
 		defer grad.release()
@@ -372,66 +370,55 @@ func convBackwardData[T float32 | float64](s *convShape, dxo, wo, dyo int, dx, w
 	})
 }
 
-// convBackwardWeight computes dw from x and dy. It computes dwᵀ = col·dyᵀ,
-// whose second operand (dy's rows) is far smaller than colᵀ to transpose,
-// and transposes the sum at the end. Each worker sums its blocks' products
-// into a partial dwᵀ of its own; the partials are added in the order of
-// the workers' blocks, so the result does not depend on which worker
-// finishes first.
+// convBackwardWeight computes dw from x and dy. Tasks own ranges of input
+// channels of a group: each computes its rows of dwᵀ = col·dyᵀ (whose
+// second operand, dy's rows, is far smaller than colᵀ to transpose) over
+// every block of columns in order, from im2col of its own channels only,
+// and transposes them into dw. No two tasks add into the same element, so
+// the result does not depend on the number of goroutines.
 func convBackwardWeight[T float32 | float64](s *convShape, xo, dwo, dyo int, x, dw, dy []T) {
-	R := s.taps()
-	size := s.o * R
-	out := dw[dwo : dwo+size]
+	R, HW, KK := s.taps(), s.h*s.w, s.kh*s.kw
+	out := dw[dwo : dwo+s.o*R]
 	if s.n == 0 {
 		clear(out)
 		return
 	}
 	pl := s.plan()
-	var (
-		mu       sync.Mutex
-		partials = map[int]*[]T{}
-	)
-	flops := 2 * s.o * R * pl.width
-	parallelFor(pl.blocks, max(1, minParallelFlops/max(1, flops)), func(lo, hi int) {
-		part := getScratch[T](size)
-		acc := *part // acc[g] = dw[g]ᵀ, R × O/groups
-		clear(acc)
-		mu.Lock()
-		partials[lo] = part
-		mu.Unlock()
+	chunks := min(s.cg, 2*runtime.GOMAXPROCS(0))
+	cb := (s.cg + chunks - 1) / chunks
+	chunks = (s.cg + cb - 1) / cb
+	flops := 2 * s.og * cb * KK * pl.width * pl.blocks
+	parallelShare(s.groups*chunks, max(1, minParallelFlops/max(1, flops)), func(lo, hi int) {
 		var col, grad lazyScratch[T]
 		defer col.release()
 		defer grad.release()
-		for u := lo; u < hi; u++ {
-			bk := s.block(pl, u)
-			for g := range s.groups {
-				b, ldb := columns(s, pl, bk, g, x[xo:], &col)
+		accBuf := getScratch[T](cb * KK * s.og)
+		defer putScratch(accBuf)
+		for t := lo; t < hi; t++ {
+			g, c0 := t/chunks, t%chunks*cb
+			nc := min(cb, s.cg-c0)
+			rows := nc * KK
+			acc := (*accBuf)[:rows*s.og] // rows (c0·KK …) of dw[g]ᵀ
+			clear(acc)
+			for u := range pl.blocks {
+				bk := s.block(pl, u)
+				cols := bk.cols()
+				var b []T
+				ldb := cols
+				if s.pointwise() && bk.ns == 1 {
+					b, ldb = x[xo+(bk.n0*s.c+g*s.cg+c0)*HW+bk.p0:], s.positions()
+				} else {
+					b = col.get(cb * KK * pl.width)
+					for i := range bk.ns {
+						im2col(s, nc, x[xo+((bk.n0+i)*s.c+g*s.cg+c0)*HW:], bk.p0, bk.np, b[i*bk.np:], cols)
+					}
+				}
 				d, ldd := gradients(s, pl, bk, g, dy[dyo:], &grad)
-				gemm(false, true, R, s.og, bk.cols(), 1, b, ldb, d, ldd, 1, acc[g*s.og*R:], s.og)
+				gemm(false, true, rows, s.og, cols, 1, b, ldb, d, ldd, 1, acc, s.og)
 			}
+			transpose(out[g*s.og*R+c0*KK:], R, acc, s.og, rows, s.og)
 		}
 	})
-	starts := make([]int, 0, len(partials))
-	for lo := range partials {
-		starts = append(starts, lo)
-	}
-	slices.Sort(starts)
-	sum := *partials[starts[0]]
-	if len(starts) > 1 {
-		parallelFor(size, 1<<14, func(lo, hi int) {
-			for _, st := range starts[1:] {
-				for i, v := range (*partials[st])[lo:hi] {
-					sum[lo+i] += v
-				}
-			}
-		})
-	}
-	for g := range s.groups {
-		transpose(out[g*s.og*R:], R, sum[g*s.og*R:], s.og, R, s.og)
-	}
-	for _, part := range partials {
-		putScratch(part)
-	}
 }
 
 // transpose writes the transpose of the rows×cols matrix src (row stride
