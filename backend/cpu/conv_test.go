@@ -69,3 +69,49 @@ func TestConvScratchReused(t *testing.T) {
 		}
 	}
 }
+
+// TestConvThreadCountIndependent checks that the three convolution kernels
+// give bitwise the same float32 results on 1, 2 and 5 goroutines.
+func TestConvThreadCountIndependent(t *testing.T) {
+	c := New()
+	view := func(seed int, s ...int) backend.View {
+		shape := backend.Shape(s)
+		buf, err := c.Alloc(shape.NumElements() * 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Free(buf) })
+		v := backend.Contiguous(buf, backend.Float32, shape)
+		for i := range F32(v) {
+			F32(v)[i] = float32((i*7919+seed)%1009)/1009 - 0.5
+		}
+		return v
+	}
+	x, w, y := view(1, 6, 24, 12, 12), view(2, 32, 24, 3, 3), view(3, 6, 32, 12, 12)
+	p := backend.ConvParams{StrideH: 1, StrideW: 1, PadH: 1, PadW: 1, DilationH: 1, DilationW: 1, Groups: 1}
+	run := func(threads int) (fwd, dx, dw []float32) {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(threads))
+		out, gx, gw := view(0, 6, 32, 12, 12), view(0, 6, 24, 12, 12), view(0, 32, 24, 3, 3)
+		if err := c.Conv2d(out, x, w, p); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Conv2dBackwardData(gx, y, w, p); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Conv2dBackwardWeight(gw, x, y, p); err != nil {
+			t.Fatal(err)
+		}
+		return F32(out), F32(gx), F32(gw)
+	}
+	f1, x1, w1 := run(1)
+	for _, threads := range []int{2, 5} {
+		f, dx, dw := run(threads)
+		for name, pair := range map[string][2][]float32{"forward": {f1, f}, "data gradient": {x1, dx}, "weight gradient": {w1, dw}} {
+			for i := range pair[0] {
+				if pair[0][i] != pair[1][i] {
+					t.Fatalf("%s on %d goroutines: element %d is %v, on 1 it is %v", name, threads, i, pair[1][i], pair[0][i])
+				}
+			}
+		}
+	}
+}
