@@ -384,7 +384,7 @@ func convBackwardWeight[T float32 | float64](s *convShape, xo, dwo, dyo int, x, 
 		return
 	}
 	pl := s.plan()
-	chunks := min(s.cg, 2*runtime.GOMAXPROCS(0))
+	chunks := min(s.cg, runtime.GOMAXPROCS(0))
 	cb := (s.cg + chunks - 1) / chunks
 	chunks = (s.cg + cb - 1) / cb
 	flops := 2 * s.og * cb * KK * pl.width * pl.blocks
@@ -550,53 +550,53 @@ func laneMask(lo, hi int) uint32 {
 }
 
 // im2colRows is im2col for column stride 1 or 2 and whole output rows (p0
-// and np multiples of OW), moving each tap's rows with rowsCopy.
+// and np multiples of OW). Each tap's rows, for all nc channels at once,
+// go to one rowsCopy per 16 output columns.
 func im2colRows(s *convShape, nc int, x []float32, p0, np int, col []float32, ld int) {
-	OW, HW := s.ow, s.h*s.w
+	OW, HW, KK := s.ow, s.h*s.w, s.kh*s.kw
 	oh0, nrows := p0/OW, np/OW
-	for c := range nc {
-		plane := x[c*HW : (c+1)*HW]
-		for kh := range s.kh {
-			a, b := s.tapRows(kh, oh0, nrows)
-			ih := a*s.sh - s.ph + kh*s.dh
-			for kw := range s.kw {
-				r := (c*s.kh+kh)*s.kw + kw
-				dst := col[r*ld : r*ld+np]
-				clear(dst[:(a-oh0)*OW])
-				clear(dst[(b-oh0)*OW:])
-				if a == b {
-					continue
+	for kh := range s.kh {
+		a, b := s.tapRows(kh, oh0, nrows)
+		ih := a*s.sh - s.ph + kh*s.dh
+		for kw := range s.kw {
+			r := kh*s.kw + kw
+			if a > oh0 || b < oh0+nrows {
+				for c := range nc {
+					dst := col[(c*KK+r)*ld:][:np]
+					clear(dst[:(a-oh0)*OW])
+					clear(dst[(b-oh0)*OW:])
 				}
-				iw0, v0, v1 := s.tapCols(kw)
-				for j := 0; j < OW; j += 16 {
-					rowsCopy(dst[(a-oh0)*OW+j:], OW, plane, ih*s.w+iw0+j*s.sw, s.sh*s.w, b-a, s.sw,
-						laneMask(v0-j, v1-j), laneMask(0, OW-j))
-				}
+			}
+			if a == b {
+				continue
+			}
+			iw0, v0, v1 := s.tapCols(kw)
+			for j := 0; j < OW; j += 16 {
+				rowsCopy(col[r*ld+(a-oh0)*OW+j:], OW, x, ih*s.w+iw0+j*s.sw, s.sh*s.w, b-a, s.sw,
+					laneMask(v0-j, v1-j), laneMask(0, OW-j), nc, KK*ld, HW)
 			}
 		}
 	}
 }
 
 // col2imRows is col2im for column stride 1 or 2 and whole output rows,
-// adding each tap's rows with rowsAdd.
+// adding each tap's rows, for all nc channels at once, with one rowsAdd
+// per 16 output columns.
 func col2imRows(s *convShape, nc int, col []float32, p0, np, ld int, dx []float32) {
-	OW, HW := s.ow, s.h*s.w
+	OW, HW, KK := s.ow, s.h*s.w, s.kh*s.kw
 	oh0, nrows := p0/OW, np/OW
-	for c := range nc {
-		plane := dx[c*HW : (c+1)*HW]
-		for kh := range s.kh {
-			a, b := s.tapRows(kh, oh0, nrows)
-			if a == b {
-				continue
-			}
-			ih := a*s.sh - s.ph + kh*s.dh
-			for kw := range s.kw {
-				r := (c*s.kh+kh)*s.kw + kw
-				src := col[r*ld+(a-oh0)*OW:]
-				iw0, v0, v1 := s.tapCols(kw)
-				for j := v0 &^ 15; j < v1; j += 16 {
-					rowsAdd(plane, ih*s.w+iw0+j*s.sw, s.sh*s.w, src[j:], OW, b-a, s.sw, laneMask(v0-j, v1-j))
-				}
+	for kh := range s.kh {
+		a, b := s.tapRows(kh, oh0, nrows)
+		if a == b {
+			continue
+		}
+		ih := a*s.sh - s.ph + kh*s.dh
+		for kw := range s.kw {
+			r := kh*s.kw + kw
+			iw0, v0, v1 := s.tapCols(kw)
+			for j := v0 &^ 15; j < v1; j += 16 {
+				rowsAdd(dx, ih*s.w+iw0+j*s.sw, s.sh*s.w, col[r*ld+(a-oh0)*OW+j:], OW, b-a, s.sw,
+					laneMask(v0-j, v1-j), nc, HW, KK*ld)
 			}
 		}
 	}

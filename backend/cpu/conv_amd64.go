@@ -5,16 +5,16 @@ package cpu
 import "math/bits"
 
 //go:noescape
-func rowsCopyAVX512(dst []float32, ldd int, src []float32, off, lds, rows int, lmask, smask uint32)
+func rowsCopyAVX512(dst []float32, ldd int, src []float32, off, lds, rows int, lmask, smask uint32, planes, dstStep, srcStep int)
 
 //go:noescape
-func rowsCopyS2AVX512(dst []float32, ldd int, src []float32, off, lds, rows int, lmask, smask uint32)
+func rowsCopyS2AVX512(dst []float32, ldd int, src []float32, off, lds, rows int, lmask, smask uint32, planes, dstStep, srcStep int)
 
 //go:noescape
-func rowsAddAVX512(dst []float32, off, ldd int, src []float32, lds, rows int, mask uint32)
+func rowsAddAVX512(dst []float32, off, ldd int, src []float32, lds, rows int, mask uint32, planes, dstStep, srcStep int)
 
 //go:noescape
-func rowsAddS2AVX512(dst []float32, off, ldd int, src []float32, lds, rows int, smask, dmask uint32)
+func rowsAddS2AVX512(dst []float32, off, ldd int, src []float32, lds, rows int, smask, dmask uint32, planes, dstStep, srcStep int)
 
 //go:noescape
 func rowsAxpyAVX512(dst []float32, doff, ldd int, src []float32, soff, lds, rows int, mask uint32, a float32)
@@ -68,45 +68,46 @@ func spread(m uint32) uint32 {
 	return m
 }
 
-// rowsCopy writes, for each row i < rows, the lanes j < 16 of smask of
-// dst[i·ldd+j]: src[off+i·lds+sw·j] for the lanes of lmask (a subset of
-// smask), zero for the others; sw is 1 or 2. Only the elements of the lanes
-// of lmask are read, so off may be negative when the low lanes are not.
-func rowsCopy(dst []float32, ldd int, src []float32, off, lds, rows, sw int, lmask, smask uint32) {
-	if rows <= 0 || smask == 0 {
+// rowsCopy writes, for each plane p < planes and row i < rows, the lanes
+// j < 16 of smask of dst[p·dstStep+i·ldd+j]: src[off+p·srcStep+i·lds+sw·j]
+// for the lanes of lmask (a subset of smask), zero for the others; sw is 1
+// or 2. Only the elements of the lanes of lmask are read, so off may be
+// negative when the low lanes are not.
+func rowsCopy(dst []float32, ldd int, src []float32, off, lds, rows, sw int, lmask, smask uint32, planes, dstStep, srcStep int) {
+	if rows <= 0 || planes <= 0 || smask == 0 {
 		return
 	}
-	_ = dst[(rows-1)*ldd+bits.Len32(smask)-1]
+	_ = dst[(planes-1)*dstStep+(rows-1)*ldd+bits.Len32(smask)-1]
 	if lmask != 0 {
 		if off+sw*bits.TrailingZeros32(lmask) < 0 {
 			panic("cpu: rowsCopy reads before its source")
 		}
-		_ = src[off+(rows-1)*lds+sw*(bits.Len32(lmask)-1)]
+		_ = src[off+(planes-1)*srcStep+(rows-1)*lds+sw*(bits.Len32(lmask)-1)]
 	}
 	if sw == 2 {
-		rowsCopyS2AVX512(dst, ldd, src, off, lds, rows, spread(lmask), smask)
+		rowsCopyS2AVX512(dst, ldd, src, off, lds, rows, spread(lmask), smask, planes, dstStep, srcStep)
 		return
 	}
-	rowsCopyAVX512(dst, ldd, src, off, lds, rows, lmask, smask)
+	rowsCopyAVX512(dst, ldd, src, off, lds, rows, lmask, smask, planes, dstStep, srcStep)
 }
 
-// rowsAdd adds, for each row i < rows and each lane j < 16 of mask,
-// src[i·lds+j] to dst[off+i·ldd+sw·j]; sw is 1 or 2. Only the elements of
-// the lanes of mask are touched, so off may be negative when the low lanes
-// are not.
-func rowsAdd(dst []float32, off, ldd int, src []float32, lds, rows, sw int, mask uint32) {
-	if rows <= 0 || mask == 0 {
+// rowsAdd adds, for each plane p < planes, row i < rows and lane j < 16
+// of mask, src[p·srcStep+i·lds+j] to dst[off+p·dstStep+i·ldd+sw·j]; sw is
+// 1 or 2. Only the elements of the lanes of mask are touched, so off may be
+// negative when the low lanes are not.
+func rowsAdd(dst []float32, off, ldd int, src []float32, lds, rows, sw int, mask uint32, planes, dstStep, srcStep int) {
+	if rows <= 0 || planes <= 0 || mask == 0 {
 		return
 	}
 	lo, hi := bits.TrailingZeros32(mask), bits.Len32(mask)-1
 	if off+sw*lo < 0 {
 		panic("cpu: rowsAdd writes before its destination")
 	}
-	_ = dst[off+(rows-1)*ldd+sw*hi]
-	_ = src[(rows-1)*lds+hi]
+	_ = dst[off+(planes-1)*dstStep+(rows-1)*ldd+sw*hi]
+	_ = src[(planes-1)*srcStep+(rows-1)*lds+hi]
 	if sw == 2 {
-		rowsAddS2AVX512(dst, off, ldd, src, lds, rows, mask, spread(mask))
+		rowsAddS2AVX512(dst, off, ldd, src, lds, rows, mask, spread(mask), planes, dstStep, srcStep)
 		return
 	}
-	rowsAddAVX512(dst, off, ldd, src, lds, rows, mask)
+	rowsAddAVX512(dst, off, ldd, src, lds, rows, mask, planes, dstStep, srcStep)
 }

@@ -2,12 +2,16 @@
 
 #include "textflag.h"
 
-// func rowsCopyAVX512(dst []float32, ldd int, src []float32, off, lds, rows int, lmask, smask uint32)
+// The row routines below take a block of planes: planes blocks of rows,
+// the destination's dstStep and the source's srcStep elements apart.
+
+// func rowsCopyAVX512(dst []float32, ldd int, src []float32, off, lds, rows int, lmask, smask uint32, planes, dstStep, srcStep int)
 //
-// For each row i < rows, writes the 16-lane block at dst[i·ldd] under
-// smask: lane j gets src[off + i·lds + j] where lmask has bit j, zero
-// elsewhere. Lanes outside lmask are not read, so off may point before src.
-TEXT ·rowsCopyAVX512(SB), NOSPLIT, $0-88
+// For each plane p < planes and row i < rows, writes the 16-lane block at
+// dst[p·dstStep + i·ldd] under smask: lane j gets
+// src[off + p·srcStep + i·lds + j] where lmask has bit j, zero elsewhere.
+// Lanes outside lmask are not read, so off may point before src.
+TEXT ·rowsCopyAVX512(SB), NOSPLIT, $0-112
 	MOVQ  dst_base+0(FP), DI
 	MOVQ  ldd+24(FP), R8
 	MOVQ  src_base+32(FP), SI
@@ -16,32 +20,48 @@ TEXT ·rowsCopyAVX512(SB), NOSPLIT, $0-88
 	MOVQ  rows+72(FP), CX
 	MOVL  lmask+80(FP), DX
 	MOVL  smask+84(FP), BX
+	MOVQ  planes+88(FP), R10
+	MOVQ  dstStep+96(FP), R11
+	MOVQ  srcStep+104(FP), R12
 	LEAQ  (SI)(AX*4), SI
 	SHLQ  $2, R8
 	SHLQ  $2, R9
+	SHLQ  $2, R11
+	SHLQ  $2, R12
 	KMOVW DX, K1
 	KMOVW BX, K2
 	TESTQ CX, CX
 	JLE   done
+	TESTQ R10, R10
+	JLE   done
+
+plane:
+	MOVQ DI, R13
+	MOVQ SI, R14
+	MOVQ CX, BX
 
 loop:
-	VMOVUPS.Z (SI), K1, Z0
-	VMOVUPS   Z0, K2, (DI)
-	ADDQ      R9, SI
-	ADDQ      R8, DI
-	DECQ      CX
+	VMOVUPS.Z (R14), K1, Z0
+	VMOVUPS   Z0, K2, (R13)
+	ADDQ      R9, R14
+	ADDQ      R8, R13
+	DECQ      BX
 	JNZ       loop
+	ADDQ      R11, DI
+	ADDQ      R12, SI
+	DECQ      R10
+	JNZ       plane
 
 done:
 	VZEROUPPER
 	RET
 
-// func rowsAddAVX512(dst []float32, off, ldd int, src []float32, lds, rows int, mask uint32)
+// func rowsAddAVX512(dst []float32, off, ldd int, src []float32, lds, rows int, mask uint32, planes, dstStep, srcStep int)
 //
-// For each row i < rows, adds src[i·lds + j] to dst[off + i·ldd + j] for
-// the lanes j where mask has bit j; other lanes are not touched, so off may
-// point before dst.
-TEXT ·rowsAddAVX512(SB), NOSPLIT, $0-84
+// For each plane p < planes, row i < rows and lane j < 16 of mask, adds
+// src[p·srcStep + i·lds + j] to dst[off + p·dstStep + i·ldd + j]; other
+// lanes are not touched, so off may point before dst.
+TEXT ·rowsAddAVX512(SB), NOSPLIT, $0-112
 	MOVQ  dst_base+0(FP), DI
 	MOVQ  off+24(FP), AX
 	MOVQ  ldd+32(FP), R8
@@ -49,22 +69,38 @@ TEXT ·rowsAddAVX512(SB), NOSPLIT, $0-84
 	MOVQ  lds+64(FP), R9
 	MOVQ  rows+72(FP), CX
 	MOVL  mask+80(FP), DX
+	MOVQ  planes+88(FP), R10
+	MOVQ  dstStep+96(FP), R11
+	MOVQ  srcStep+104(FP), R12
 	LEAQ  (DI)(AX*4), DI
 	SHLQ  $2, R8
 	SHLQ  $2, R9
+	SHLQ  $2, R11
+	SHLQ  $2, R12
 	KMOVW DX, K1
 	TESTQ CX, CX
 	JLE   done
+	TESTQ R10, R10
+	JLE   done
+
+plane:
+	MOVQ DI, R13
+	MOVQ SI, R14
+	MOVQ CX, BX
 
 loop:
-	VMOVUPS.Z (DI), K1, Z0
-	VMOVUPS.Z (SI), K1, Z1
+	VMOVUPS.Z (R13), K1, Z0
+	VMOVUPS.Z (R14), K1, Z1
 	VADDPS    Z1, Z0, Z0
-	VMOVUPS   Z0, K1, (DI)
-	ADDQ      R9, SI
-	ADDQ      R8, DI
-	DECQ      CX
+	VMOVUPS   Z0, K1, (R13)
+	ADDQ      R9, R14
+	ADDQ      R8, R13
+	DECQ      BX
 	JNZ       loop
+	ADDQ      R11, DI
+	ADDQ      R12, SI
+	DECQ      R10
+	JNZ       plane
 
 done:
 	VZEROUPPER
@@ -100,12 +136,13 @@ DATA convTwice<>+112(SB)/8, $0x0000000e0000000e
 DATA convTwice<>+120(SB)/8, $0x0000000f0000000f
 GLOBL convTwice<>(SB), RODATA|NOPTR, $128
 
-// func rowsCopyS2AVX512(dst []float32, ldd int, src []float32, off, lds, rows int, lmask, smask uint32)
+// func rowsCopyS2AVX512(dst []float32, ldd int, src []float32, off, lds, rows int, lmask, smask uint32, planes, dstStep, srcStep int)
 //
-// As rowsCopyAVX512 with column stride 2: lane j of row i gets
-// src[off + i·lds + 2j]. lmask has a bit for each of the 32 source lanes
-// (those of the even lanes the row needs); lanes outside it are not read.
-TEXT ·rowsCopyS2AVX512(SB), NOSPLIT, $0-88
+// As rowsCopyAVX512 with column stride 2: lane j of row i of plane p gets
+// src[off + p·srcStep + i·lds + 2j]. lmask has a bit for each of the 32
+// source lanes (those of the even lanes the row needs); lanes outside it
+// are not read.
+TEXT ·rowsCopyS2AVX512(SB), NOSPLIT, $0-112
 	MOVQ      dst_base+0(FP), DI
 	MOVQ      ldd+24(FP), R8
 	MOVQ      src_base+32(FP), SI
@@ -114,37 +151,53 @@ TEXT ·rowsCopyS2AVX512(SB), NOSPLIT, $0-88
 	MOVQ      rows+72(FP), CX
 	MOVL      lmask+80(FP), DX
 	MOVL      smask+84(FP), BX
+	MOVQ      planes+88(FP), R10
+	MOVQ      dstStep+96(FP), R11
+	MOVQ      srcStep+104(FP), R12
 	LEAQ      (SI)(AX*4), SI
 	SHLQ      $2, R8
 	SHLQ      $2, R9
+	SHLQ      $2, R11
+	SHLQ      $2, R12
 	KMOVW     DX, K1
 	SHRL      $16, DX
 	KMOVW     DX, K3
 	KMOVW     BX, K2
 	VMOVDQU32 convEven<>(SB), Z28
 	TESTQ     CX, CX
-	JLE       s2done
+	JLE       done
+	TESTQ     R10, R10
+	JLE       done
 
-s2loop:
-	VMOVUPS.Z (SI), K1, Z0
-	VMOVUPS.Z 64(SI), K3, Z1
+plane:
+	MOVQ DI, R13
+	MOVQ SI, R14
+	MOVQ CX, BX
+
+loop:
+	VMOVUPS.Z (R14), K1, Z0
+	VMOVUPS.Z 64(R14), K3, Z1
 	VPERMT2PS Z1, Z28, Z0
-	VMOVUPS   Z0, K2, (DI)
-	ADDQ      R9, SI
-	ADDQ      R8, DI
-	DECQ      CX
-	JNZ       s2loop
+	VMOVUPS   Z0, K2, (R13)
+	ADDQ      R9, R14
+	ADDQ      R8, R13
+	DECQ      BX
+	JNZ       loop
+	ADDQ      R11, DI
+	ADDQ      R12, SI
+	DECQ      R10
+	JNZ       plane
 
-s2done:
+done:
 	VZEROUPPER
 	RET
 
-// func rowsAddS2AVX512(dst []float32, off, ldd int, src []float32, lds, rows int, smask, dmask uint32)
+// func rowsAddS2AVX512(dst []float32, off, ldd int, src []float32, lds, rows int, smask, dmask uint32, planes, dstStep, srcStep int)
 //
 // As rowsAddAVX512 with column stride 2: for the lanes j of smask,
-// src[i·lds + j] is added to dst[off + i·ldd + 2j]; dmask has bit 2j for
-// each bit j of smask. Other lanes are not touched.
-TEXT ·rowsAddS2AVX512(SB), NOSPLIT, $0-88
+// src[p·srcStep + i·lds + j] is added to dst[off + p·dstStep + i·ldd + 2j];
+// dmask has bit 2j for each bit j of smask. Other lanes are not touched.
+TEXT ·rowsAddS2AVX512(SB), NOSPLIT, $0-112
 	MOVQ      dst_base+0(FP), DI
 	MOVQ      off+24(FP), AX
 	MOVQ      ldd+32(FP), R8
@@ -153,9 +206,14 @@ TEXT ·rowsAddS2AVX512(SB), NOSPLIT, $0-88
 	MOVQ      rows+72(FP), CX
 	MOVL      smask+80(FP), DX
 	MOVL      dmask+84(FP), BX
+	MOVQ      planes+88(FP), R10
+	MOVQ      dstStep+96(FP), R11
+	MOVQ      srcStep+104(FP), R12
 	LEAQ      (DI)(AX*4), DI
 	SHLQ      $2, R8
 	SHLQ      $2, R9
+	SHLQ      $2, R11
+	SHLQ      $2, R12
 	KMOVW     DX, K1
 	KMOVW     BX, K2
 	SHRL      $16, BX
@@ -163,24 +221,35 @@ TEXT ·rowsAddS2AVX512(SB), NOSPLIT, $0-88
 	VMOVDQU32 convTwice<>(SB), Z28
 	VMOVDQU32 convTwice<>+64(SB), Z29
 	TESTQ     CX, CX
-	JLE       a2done
+	JLE       done
+	TESTQ     R10, R10
+	JLE       done
 
-a2loop:
-	VMOVUPS.Z (SI), K1, Z2
+plane:
+	MOVQ DI, R13
+	MOVQ SI, R14
+	MOVQ CX, BX
+
+loop:
+	VMOVUPS.Z (R14), K1, Z2
 	VPERMPS   Z2, Z28, Z3
 	VPERMPS   Z2, Z29, Z4
-	VMOVUPS.Z (DI), K2, Z0
+	VMOVUPS.Z (R13), K2, Z0
 	VADDPS    Z3, Z0, Z0
-	VMOVUPS   Z0, K2, (DI)
-	VMOVUPS.Z 64(DI), K3, Z1
+	VMOVUPS   Z0, K2, (R13)
+	VMOVUPS.Z 64(R13), K3, Z1
 	VADDPS    Z4, Z1, Z1
-	VMOVUPS   Z1, K3, 64(DI)
-	ADDQ      R9, SI
-	ADDQ      R8, DI
-	DECQ      CX
-	JNZ       a2loop
+	VMOVUPS   Z1, K3, 64(R13)
+	ADDQ      R9, R14
+	ADDQ      R8, R13
+	DECQ      BX
+	JNZ       loop
+	ADDQ      R11, DI
+	ADDQ      R12, SI
+	DECQ      R10
+	JNZ       plane
 
-a2done:
+done:
 	VZEROUPPER
 	RET
 

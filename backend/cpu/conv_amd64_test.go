@@ -28,31 +28,35 @@ func TestRowsVec(t *testing.T) {
 		if off+sw*lo < 0 {
 			off = -sw * lo
 		}
-		src := make([]float32, off+rows*lds+64)
+		planes := 1 + rng.IntN(3)
+		srcStep, dstStep := rows*lds+rng.IntN(40)+16*sw, rows*ldd+rng.IntN(5)
+		src := make([]float32, off+planes*srcStep+rows*lds+64)
 		for i := range src {
 			src[i] = rng.Float32()
 		}
-		dst := make([]float32, rows*ldd+16)
+		dst := make([]float32, planes*dstStep+rows*ldd+16)
 		for i := range dst {
 			dst[i] = -1
 		}
 		want := append([]float32(nil), dst...)
-		for i := range rows {
-			for j := range 16 {
-				if smask>>j&1 == 0 {
-					continue
-				}
-				want[i*ldd+j] = 0
-				if lmask>>j&1 != 0 {
-					want[i*ldd+j] = src[off+i*lds+sw*j]
+		for p := range planes {
+			for i := range rows {
+				for j := range 16 {
+					if smask>>j&1 == 0 {
+						continue
+					}
+					want[p*dstStep+i*ldd+j] = 0
+					if lmask>>j&1 != 0 {
+						want[p*dstStep+i*ldd+j] = src[off+p*srcStep+i*lds+sw*j]
+					}
 				}
 			}
 		}
-		rowsCopy(dst, ldd, src, off, lds, rows, sw, lmask, smask)
+		rowsCopy(dst, ldd, src, off, lds, rows, sw, lmask, smask, planes, dstStep, srcStep)
 		for i := range dst {
 			if dst[i] != want[i] {
-				t.Fatalf("trial %d: rowsCopy(rows %d, stride %d, lanes [%d,%d) of %d, off %d): dst[%d] = %v, want %v",
-					trial, rows, sw, lo, hi, width, off, i, dst[i], want[i])
+				t.Fatalf("trial %d: rowsCopy(%d planes, rows %d, stride %d, lanes [%d,%d) of %d, off %d): dst[%d] = %v, want %v",
+					trial, planes, rows, sw, lo, hi, width, off, i, dst[i], want[i])
 			}
 		}
 		// The addition, with src as the destination; rows may not overlap.
@@ -61,18 +65,20 @@ func TestRowsVec(t *testing.T) {
 		}
 		acc := append([]float32(nil), src...)
 		wantAcc := append([]float32(nil), src...)
-		for i := range rows {
-			for j := range 16 {
-				if lmask>>j&1 != 0 {
-					wantAcc[off+i*lds+sw*j] += dst[i*ldd+j]
+		for p := range planes {
+			for i := range rows {
+				for j := range 16 {
+					if lmask>>j&1 != 0 {
+						wantAcc[off+p*srcStep+i*lds+sw*j] += dst[p*dstStep+i*ldd+j]
+					}
 				}
 			}
 		}
-		rowsAdd(acc, off, lds, dst, ldd, rows, sw, lmask)
+		rowsAdd(acc, off, lds, dst, ldd, rows, sw, lmask, planes, srcStep, dstStep)
 		for i := range acc {
 			if acc[i] != wantAcc[i] {
-				t.Fatalf("trial %d: rowsAdd(rows %d, stride %d, lanes [%d,%d), off %d): [%d] = %v, want %v",
-					trial, rows, sw, lo, hi, off, i, acc[i], wantAcc[i])
+				t.Fatalf("trial %d: rowsAdd(%d planes, rows %d, stride %d, lanes [%d,%d), off %d): [%d] = %v, want %v",
+					trial, planes, rows, sw, lo, hi, off, i, acc[i], wantAcc[i])
 			}
 		}
 		if sw != 1 {
@@ -81,6 +87,7 @@ func TestRowsVec(t *testing.T) {
 		// The update a·src + dst and the dot product, on the same blocks.
 		const a = 0.75
 		acc = append(acc[:0], src...)
+		wantAcc = append(wantAcc[:0], src...)
 		for i := range rows {
 			for j := range 16 {
 				if lmask>>j&1 != 0 {

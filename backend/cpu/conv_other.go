@@ -7,27 +7,31 @@ package cpu
 func convRowsVec(sw int) bool { return false }
 
 // rowsCopy is the Go form of the AVX-512 row copy (see conv_amd64.go).
-func rowsCopy(dst []float32, ldd int, src []float32, off, lds, rows, sw int, lmask, smask uint32) {
-	for i := range rows {
-		for j := range 16 {
-			if smask>>j&1 == 0 {
-				continue
+func rowsCopy(dst []float32, ldd int, src []float32, off, lds, rows, sw int, lmask, smask uint32, planes, dstStep, srcStep int) {
+	for p := range planes {
+		for i := range rows {
+			for j := range 16 {
+				if smask>>j&1 == 0 {
+					continue
+				}
+				var v float32
+				if lmask>>j&1 != 0 {
+					v = src[off+p*srcStep+i*lds+sw*j]
+				}
+				dst[p*dstStep+i*ldd+j] = v
 			}
-			var v float32
-			if lmask>>j&1 != 0 {
-				v = src[off+i*lds+sw*j]
-			}
-			dst[i*ldd+j] = v
 		}
 	}
 }
 
 // rowsAdd is the Go form of the AVX-512 row addition (see conv_amd64.go).
-func rowsAdd(dst []float32, off, ldd int, src []float32, lds, rows, sw int, mask uint32) {
-	for i := range rows {
-		for j := range 16 {
-			if mask>>j&1 != 0 {
-				dst[off+i*ldd+sw*j] += src[i*lds+j]
+func rowsAdd(dst []float32, off, ldd int, src []float32, lds, rows, sw int, mask uint32, planes, dstStep, srcStep int) {
+	for p := range planes {
+		for i := range rows {
+			for j := range 16 {
+				if mask>>j&1 != 0 {
+					dst[off+p*dstStep+i*ldd+sw*j] += src[p*srcStep+i*lds+j]
+				}
 			}
 		}
 	}
