@@ -302,6 +302,10 @@ func convForward[T float32 | float64](s *convShape, xo, wo, yo int, x, w, y []T)
 	})
 }
 
+// convMinTasks is the least number of tasks the data gradient is cut into
+// where the channels allow.
+const convMinTasks = 64
+
 // convBackwardData computes dx from dy and w. A task owns whole samples
 // (all the blocks of one sample, or one block of several) and a range of
 // their channels, since col2im's windows overlap within a plane; w is
@@ -317,11 +321,13 @@ func convBackwardData[T float32 | float64](s *convShape, dxo, wo, dyo int, dx, w
 	if pl.nb == 1 {
 		units, per = s.n, pl.blocks/s.n
 	}
-	// Cut each group's channels into blocks so that there are several tasks
-	// per worker even for one sample.
+	// Cut each group's channels into blocks so that there are enough tasks
+	// for several workers even for one sample. The cut does not depend on
+	// the number of workers, so neither do the products' shapes (which, on
+	// the pure-Go path, choose the order of the sums).
 	cb := s.cg
-	if tasks := units * s.groups; tasks < 8*runtime.GOMAXPROCS(0) {
-		cb = max(1, s.cg*tasks/(8*runtime.GOMAXPROCS(0)))
+	if tasks := units * s.groups; tasks < convMinTasks {
+		cb = max(1, s.cg*tasks/convMinTasks)
 	}
 	chans := (s.cg + cb - 1) / cb
 	// wt[g] = w[g]ᵀ, R rows of O/groups, ldw apart: not a multiple of
