@@ -22,35 +22,57 @@ func rowsAxpyAVX512(dst []float32, doff, ldd int, src []float32, soff, lds, rows
 //go:noescape
 func rowsDotAVX512(a []float32, aoff, lda int, b []float32, boff, ldb, rows int, mask uint32) float32
 
-// checkRows panics unless the lanes of mask of rows rows, ld apart from
-// off, lie inside a slice of n elements.
-func checkRows(n, off, ld, rows int, mask uint32) {
+//go:noescape
+func rowsAxpySrc2AVX512(dst []float32, doff, ldd int, src []float32, soff, lds, rows int, mask, smask uint32, a float32)
+
+//go:noescape
+func rowsAxpyDst2AVX512(dst []float32, doff, ldd int, src []float32, soff, lds, rows int, mask, dmask uint32, a float32)
+
+//go:noescape
+func rowsDotS2AVX512(a []float32, aoff, lda int, b []float32, boff, ldb, rows int, mask, bmask uint32) float32
+
+// checkRows panics unless the lanes of mask (column stride sw) of rows
+// rows, ld apart from off, lie inside a slice of n elements.
+func checkRows(n, off, ld, sw, rows int, mask uint32) {
 	lo, hi := bits.TrailingZeros32(mask), bits.Len32(mask)-1
-	if off+lo < 0 || off+(rows-1)*ld+hi >= n {
+	if off+sw*lo < 0 || off+(rows-1)*ld+sw*hi >= n {
 		panic("cpu: row block outside its slice")
 	}
 }
 
 // rowsAxpy adds, for each row i < rows and each lane j < 16 of mask,
-// a·src[soff+i·lds+j] to dst[doff+i·ldd+j]. Only the lanes of mask are
-// touched, so an offset may be negative when the low lanes are not.
-func rowsAxpy(dst []float32, doff, ldd int, src []float32, soff, lds, rows int, mask uint32, a float32) {
+// a·src[soff+i·lds+ssw·j] to dst[doff+i·ldd+dsw·j]; the column strides
+// dsw and ssw are 1 or 2, not both 2. Only the elements of the lanes of
+// mask are touched, so an offset may be negative when the low lanes are
+// not.
+func rowsAxpy(dst []float32, doff, ldd, dsw int, src []float32, soff, lds, ssw, rows int, mask uint32, a float32) {
 	if rows <= 0 || mask == 0 {
 		return
 	}
-	checkRows(len(dst), doff, ldd, rows, mask)
-	checkRows(len(src), soff, lds, rows, mask)
-	rowsAxpyAVX512(dst, doff, ldd, src, soff, lds, rows, mask, a)
+	checkRows(len(dst), doff, ldd, dsw, rows, mask)
+	checkRows(len(src), soff, lds, ssw, rows, mask)
+	switch {
+	case dsw == 2:
+		rowsAxpyDst2AVX512(dst, doff, ldd, src, soff, lds, rows, mask, spread(mask), a)
+	case ssw == 2:
+		rowsAxpySrc2AVX512(dst, doff, ldd, src, soff, lds, rows, mask, spread(mask), a)
+	default:
+		rowsAxpyAVX512(dst, doff, ldd, src, soff, lds, rows, mask, a)
+	}
 }
 
 // rowsDot returns the sum over rows i < rows and lanes j < 16 of mask of
-// a[aoff+i·lda+j]·b[boff+i·ldb+j]. Only the lanes of mask are read.
-func rowsDot(a []float32, aoff, lda int, b []float32, boff, ldb, rows int, mask uint32) float32 {
+// a[aoff+i·lda+j]·b[boff+i·ldb+bsw·j]; bsw is 1 or 2. Only the elements of
+// the lanes of mask are read.
+func rowsDot(a []float32, aoff, lda int, b []float32, boff, ldb, bsw, rows int, mask uint32) float32 {
 	if rows <= 0 || mask == 0 {
 		return 0
 	}
-	checkRows(len(a), aoff, lda, rows, mask)
-	checkRows(len(b), boff, ldb, rows, mask)
+	checkRows(len(a), aoff, lda, 1, rows, mask)
+	checkRows(len(b), boff, ldb, bsw, rows, mask)
+	if bsw == 2 {
+		return rowsDotS2AVX512(a, aoff, lda, b, boff, ldb, rows, mask, spread(mask))
+	}
 	return rowsDotAVX512(a, aoff, lda, b, boff, ldb, rows, mask)
 }
 

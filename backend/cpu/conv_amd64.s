@@ -335,3 +335,147 @@ dsum:
 	MOVSS         X0, ret+96(FP)
 	VZEROUPPER
 	RET
+
+// func rowsAxpySrc2AVX512(dst []float32, doff, ldd int, src []float32, soff, lds, rows int, mask, smask uint32, a float32)
+//
+// As rowsAxpyAVX512 with the source at column stride 2: lane j of row i
+// adds a·src[soff + i·lds + 2j]. smask has a bit for each of the 32 source
+// lanes the row needs (bit 2j for each bit j of mask).
+TEXT ·rowsAxpySrc2AVX512(SB), NOSPLIT, $0-100
+	MOVQ         dst_base+0(FP), DI
+	MOVQ         doff+24(FP), AX
+	MOVQ         ldd+32(FP), R8
+	MOVQ         src_base+40(FP), SI
+	MOVQ         soff+64(FP), BX
+	MOVQ         lds+72(FP), R9
+	MOVQ         rows+80(FP), CX
+	MOVL         mask+88(FP), DX
+	KMOVW        DX, K1
+	MOVL         smask+92(FP), DX
+	KMOVW        DX, K2
+	SHRL         $16, DX
+	KMOVW        DX, K3
+	VBROADCASTSS a+96(FP), Z5
+	VMOVDQU32    convEven<>(SB), Z28
+	LEAQ         (DI)(AX*4), DI
+	LEAQ         (SI)(BX*4), SI
+	SHLQ         $2, R8
+	SHLQ         $2, R9
+	TESTQ        CX, CX
+	JLE          done
+
+loop:
+	VMOVUPS.Z   (SI), K2, Z1
+	VMOVUPS.Z   64(SI), K3, Z2
+	VPERMT2PS   Z2, Z28, Z1
+	VMOVUPS.Z   (DI), K1, Z0
+	VFMADD231PS Z1, Z5, Z0
+	VMOVUPS     Z0, K1, (DI)
+	ADDQ        R9, SI
+	ADDQ        R8, DI
+	DECQ        CX
+	JNZ         loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func rowsAxpyDst2AVX512(dst []float32, doff, ldd int, src []float32, soff, lds, rows int, mask, dmask uint32, a float32)
+//
+// As rowsAxpyAVX512 with the destination at column stride 2: for the lanes
+// j of mask, a·src[soff + i·lds + j] is added to dst[doff + i·ldd + 2j];
+// dmask has bit 2j for each bit j of mask.
+TEXT ·rowsAxpyDst2AVX512(SB), NOSPLIT, $0-100
+	MOVQ         dst_base+0(FP), DI
+	MOVQ         doff+24(FP), AX
+	MOVQ         ldd+32(FP), R8
+	MOVQ         src_base+40(FP), SI
+	MOVQ         soff+64(FP), BX
+	MOVQ         lds+72(FP), R9
+	MOVQ         rows+80(FP), CX
+	MOVL         mask+88(FP), DX
+	KMOVW        DX, K1
+	MOVL         dmask+92(FP), DX
+	KMOVW        DX, K2
+	SHRL         $16, DX
+	KMOVW        DX, K3
+	VBROADCASTSS a+96(FP), Z5
+	VMOVDQU32    convTwice<>(SB), Z28
+	VMOVDQU32    convTwice<>+64(SB), Z29
+	LEAQ         (DI)(AX*4), DI
+	LEAQ         (SI)(BX*4), SI
+	SHLQ         $2, R8
+	SHLQ         $2, R9
+	TESTQ        CX, CX
+	JLE          done
+
+loop:
+	VMOVUPS.Z   (SI), K1, Z2
+	VPERMPS     Z2, Z28, Z3
+	VPERMPS     Z2, Z29, Z4
+	VMOVUPS.Z   (DI), K2, Z0
+	VFMADD231PS Z3, Z5, Z0
+	VMOVUPS     Z0, K2, (DI)
+	VMOVUPS.Z   64(DI), K3, Z1
+	VFMADD231PS Z4, Z5, Z1
+	VMOVUPS     Z1, K3, 64(DI)
+	ADDQ        R9, SI
+	ADDQ        R8, DI
+	DECQ        CX
+	JNZ         loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func rowsDotS2AVX512(a []float32, aoff, lda int, b []float32, boff, ldb, rows int, mask, bmask uint32) float32
+//
+// As rowsDotAVX512 with b at column stride 2: lane j of row i multiplies
+// a[aoff + i·lda + j] by b[boff + i·ldb + 2j]; bmask has bit 2j for each
+// bit j of mask.
+TEXT ·rowsDotS2AVX512(SB), NOSPLIT, $0-100
+	MOVQ      a_base+0(FP), DI
+	MOVQ      aoff+24(FP), AX
+	MOVQ      lda+32(FP), R8
+	MOVQ      b_base+40(FP), SI
+	MOVQ      boff+64(FP), BX
+	MOVQ      ldb+72(FP), R9
+	MOVQ      rows+80(FP), CX
+	MOVL      mask+88(FP), DX
+	KMOVW     DX, K1
+	MOVL      bmask+92(FP), DX
+	KMOVW     DX, K2
+	SHRL      $16, DX
+	KMOVW     DX, K3
+	VMOVDQU32 convEven<>(SB), Z28
+	LEAQ      (DI)(AX*4), DI
+	LEAQ      (SI)(BX*4), SI
+	SHLQ      $2, R8
+	SHLQ      $2, R9
+	VXORPS    Z0, Z0, Z0
+	TESTQ     CX, CX
+	JLE       sum
+
+loop:
+	VMOVUPS.Z   (DI), K1, Z1
+	VMOVUPS.Z   (SI), K2, Z2
+	VMOVUPS.Z   64(SI), K3, Z3
+	VPERMT2PS   Z3, Z28, Z2
+	VFMADD231PS Z2, Z1, Z0
+	ADDQ        R8, DI
+	ADDQ        R9, SI
+	DECQ        CX
+	JNZ         loop
+
+sum:
+	VEXTRACTF32X8 $1, Z0, Y1
+	VADDPS        Y1, Y0, Y0
+	VEXTRACTF128  $1, Y0, X1
+	VADDPS        X1, X0, X0
+	VMOVHLPS      X0, X0, X1
+	VADDPS        X1, X0, X0
+	VMOVSHDUP     X0, X1
+	VADDSS        X1, X0, X0
+	MOVSS         X0, ret+96(FP)
+	VZEROUPPER
+	RET

@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// TestRowsVec checks the AVX-512 row copies and row additions, for column
-// strides 1 and 2, against their definitions for every mask shape:
+// TestRowsVec checks the AVX-512 row copies, additions, updates and dot
+// products, for column strides 1 and 2, against their definitions for every mask shape:
 // prefixes, suffixes, runs and single lanes, negative offsets whose low
 // lanes are masked off, and row strides shorter and longer than a vector.
 func TestRowsVec(t *testing.T) {
@@ -81,37 +81,47 @@ func TestRowsVec(t *testing.T) {
 					trial, planes, rows, sw, lo, hi, off, i, acc[i], wantAcc[i])
 			}
 		}
-		if sw != 1 {
-			continue
-		}
-		// The update a·src + dst and the dot product, on the same blocks.
+		// The updates a·src + dst, each way round, and the dot product, on
+		// the first plane's blocks.
 		const a = 0.75
+		near := func(got, want float64) bool {
+			return got-want <= 1e-5*(1+abs64(want)) && want-got <= 1e-5*(1+abs64(want))
+		}
 		acc = append(acc[:0], src...)
 		wantAcc = append(wantAcc[:0], src...)
-		for i := range rows {
-			for j := range 16 {
-				if lmask>>j&1 != 0 {
-					wantAcc[off+i*lds+j] = acc[off+i*lds+j] + a*dst[i*ldd+j]
-				}
-			}
-		}
+		wantOut := append([]float32(nil), dst...)
+		out := append([]float32(nil), dst...)
 		var wantDot float64
 		for i := range rows {
 			for j := range 16 {
 				if lmask>>j&1 != 0 {
-					wantDot += float64(src[off+i*lds+j]) * float64(dst[i*ldd+j])
+					wantAcc[off+i*lds+sw*j] += a * dst[i*ldd+j]
+					wantOut[i*ldd+j] += a * src[off+i*lds+sw*j]
+					wantDot += float64(src[off+i*lds+sw*j]) * float64(dst[i*ldd+j])
 				}
 			}
 		}
-		dot := rowsDot(src, off, lds, dst, 0, ldd, rows, lmask)
-		if d := float64(dot) - wantDot; d > 1e-5*(1+wantDot) || d < -1e-5*(1+wantDot) {
-			t.Fatalf("trial %d: rowsDot(rows %d, lanes [%d,%d), off %d) = %v, want %v", trial, rows, lo, hi, off, dot, wantDot)
+		if dot := rowsDot(dst, 0, ldd, src, off, lds, sw, rows, lmask); !near(float64(dot), wantDot) {
+			t.Fatalf("trial %d: rowsDot(rows %d, stride %d, lanes [%d,%d), off %d) = %v, want %v", trial, rows, sw, lo, hi, off, dot, wantDot)
 		}
-		rowsAxpy(acc, off, lds, dst, 0, ldd, rows, lmask, a)
+		rowsAxpy(acc, off, lds, sw, dst, 0, ldd, 1, rows, lmask, a)
+		rowsAxpy(out, 0, ldd, 1, src, off, lds, sw, rows, lmask, a)
 		for i := range acc {
-			if d := acc[i] - wantAcc[i]; d > 1e-6 || d < -1e-6 {
-				t.Fatalf("trial %d: rowsAxpy(rows %d, lanes [%d,%d), off %d): [%d] = %v, want %v", trial, rows, lo, hi, off, i, acc[i], wantAcc[i])
+			if !near(float64(acc[i]), float64(wantAcc[i])) {
+				t.Fatalf("trial %d: rowsAxpy to stride %d (rows %d, lanes [%d,%d), off %d): [%d] = %v, want %v", trial, sw, rows, lo, hi, off, i, acc[i], wantAcc[i])
+			}
+		}
+		for i := range out {
+			if !near(float64(out[i]), float64(wantOut[i])) {
+				t.Fatalf("trial %d: rowsAxpy from stride %d (rows %d, lanes [%d,%d), off %d): [%d] = %v, want %v", trial, sw, rows, lo, hi, off, i, out[i], wantOut[i])
 			}
 		}
 	}
+}
+
+func abs64(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }

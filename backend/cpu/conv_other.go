@@ -38,23 +38,23 @@ func rowsAdd(dst []float32, off, ldd int, src []float32, lds, rows, sw int, mask
 }
 
 // rowsAxpy is the Go form of the AVX-512 row update (see conv_amd64.go).
-func rowsAxpy(dst []float32, doff, ldd int, src []float32, soff, lds, rows int, mask uint32, a float32) {
+func rowsAxpy(dst []float32, doff, ldd, dsw int, src []float32, soff, lds, ssw, rows int, mask uint32, a float32) {
 	for i := range rows {
 		for j := range 16 {
 			if mask>>j&1 != 0 {
-				dst[doff+i*ldd+j] += a * src[soff+i*lds+j]
+				dst[doff+i*ldd+dsw*j] += a * src[soff+i*lds+ssw*j]
 			}
 		}
 	}
 }
 
 // rowsDot is the Go form of the AVX-512 row dot product (see conv_amd64.go).
-func rowsDot(a []float32, aoff, lda int, b []float32, boff, ldb, rows int, mask uint32) float32 {
+func rowsDot(a []float32, aoff, lda int, b []float32, boff, ldb, bsw, rows int, mask uint32) float32 {
 	var sum float32
 	for i := range rows {
 		for j := range 16 {
 			if mask>>j&1 != 0 {
-				sum += a[aoff+i*lda+j] * b[boff+i*ldb+j]
+				sum += a[aoff+i*lda+j] * b[boff+i*ldb+bsw*j]
 			}
 		}
 	}

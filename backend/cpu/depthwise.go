@@ -9,7 +9,7 @@ package cpu
 // for unit column stride. Every output is the sum of its taps in the order
 // (kh, kw), and each task owns whole planes (whole kernels for the weight
 // gradient, summed over the batch in order), so results do not depend on
-// the number of goroutines. On the AVX-512 path, with unit column stride,
+// the number of goroutines. On the AVX-512 path, with column stride 1 or 2,
 // a tap's runs over all the rows it reaches go to one vector call
 // (rowsAxpy, rowsDot), 16 columns at a time.
 
@@ -65,11 +65,11 @@ func depthwiseForward[T float32 | float64](s *convShape, xo, wo, yo int, x, w, y
 			wk := w[wo+o*KK:][:KK]
 			out := y[yo+u*P:][:P]
 			clear(out)
-			if vec, ok := any(out).([]float32); ok && s.sw == 1 && convRowsVec(1) {
+			if vec, ok := any(out).([]float32); ok && convRowsVec(s.sw) {
 				in32, w32 := any(in).([]float32), any(wk).([]float32)
 				s.dwTaps(func(k, a, b, src, iw0, v0, v1 int) {
 					for j := v0 &^ 15; j < v1; j += 16 {
-						rowsAxpy(vec, a*s.ow+j, s.ow, in32, src+iw0+j, s.sh*s.w, b-a, laneMask(v0-j, v1-j), w32[k])
+						rowsAxpy(vec, a*s.ow+j, s.ow, 1, in32, src+iw0+j*s.sw, s.sh*s.w, s.sw, b-a, laneMask(v0-j, v1-j), w32[k])
 					}
 				})
 				continue
@@ -109,11 +109,11 @@ func depthwiseBackwardData[T float32 | float64](s *convShape, dxo, wo, dyo int, 
 				o := g*s.og + oc
 				wk := w[wo+o*KK:][:KK]
 				grad := dy[dyo+(n*s.o+o)*P:][:P]
-				if vec, ok := any(in).([]float32); ok && s.sw == 1 && convRowsVec(1) {
+				if vec, ok := any(in).([]float32); ok && convRowsVec(s.sw) {
 					g32, w32 := any(grad).([]float32), any(wk).([]float32)
 					s.dwTaps(func(k, a, b, src, iw0, v0, v1 int) {
 						for j := v0 &^ 15; j < v1; j += 16 {
-							rowsAxpy(vec, src+iw0+j, s.sh*s.w, g32, a*s.ow+j, s.ow, b-a, laneMask(v0-j, v1-j), w32[k])
+							rowsAxpy(vec, src+iw0+j*s.sw, s.sh*s.w, s.sw, g32, a*s.ow+j, s.ow, 1, b-a, laneMask(v0-j, v1-j), w32[k])
 						}
 					})
 					continue
@@ -151,12 +151,12 @@ func depthwiseBackwardWeight[T float32 | float64](s *convShape, xo, dwo, dyo int
 			for n := range s.n {
 				in := x[xo+(n*s.c+o/s.og)*HW:][:HW]
 				grad := dy[dyo+(n*s.o+o)*P:][:P]
-				if vec, ok := any(grad).([]float32); ok && s.sw == 1 && convRowsVec(1) {
+				if vec, ok := any(grad).([]float32); ok && convRowsVec(s.sw) {
 					acc, in32 := any(wk).([]float32), any(in).([]float32)
 					s.dwTaps(func(k, a, b, src, iw0, v0, v1 int) {
 						var sum float32
 						for j := v0 &^ 15; j < v1; j += 16 {
-							sum += rowsDot(vec, a*s.ow+j, s.ow, in32, src+iw0+j, s.sh*s.w, b-a, laneMask(v0-j, v1-j))
+							sum += rowsDot(vec, a*s.ow+j, s.ow, in32, src+iw0+j*s.sw, s.sh*s.w, s.sw, b-a, laneMask(v0-j, v1-j))
 						}
 						acc[k] += sum
 					})
