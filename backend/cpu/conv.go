@@ -32,6 +32,10 @@ import (
 // the tasks of the goroutines, with scratch from a pool, so a training step
 // at steady state allocates no new scratch.
 //
+// With unit strides and dilations and enough channels, the data gradient
+// runs instead as the forward pass of the transposed convolution (dy
+// convolved with the flipped kernel), which needs no col2im.
+//
 // With column stride 1 or 2, im2col and col2im move each tap's rows of a
 // block with masked vector copies (rowsCopy, rowsAdd) on the AVX-512 path.
 
@@ -181,13 +185,13 @@ func (c *Backend) Conv2dBackwardData(dx, dy, w backend.View, p backend.ConvParam
 		if s.depthwise() {
 			depthwiseBackwardData(&s, dx.Offset, w.Offset, dy.Offset, F32(dx), F32(w), F32(dy))
 		} else {
-			convBackwardData(&s, dx.Offset, w.Offset, dy.Offset, F32(dx), F32(w), F32(dy))
+			convBackwardDataVia(&s, dx.Offset, w.Offset, dy.Offset, F32(dx), F32(w), F32(dy))
 		}
 	case backend.Float64:
 		if s.depthwise() {
 			depthwiseBackwardData(&s, dx.Offset, w.Offset, dy.Offset, F64(dx), F64(w), F64(dy))
 		} else {
-			convBackwardData(&s, dx.Offset, w.Offset, dy.Offset, F64(dx), F64(w), F64(dy))
+			convBackwardDataVia(&s, dx.Offset, w.Offset, dy.Offset, F64(dx), F64(w), F64(dy))
 		}
 	}
 	return nil
@@ -243,12 +247,12 @@ func columns[T float32 | float64](s *convShape, pl convPlan, b convBlock, g int,
 	if s.pointwise() && b.ns == 1 {
 		return x[(b.n0*s.c+g*s.cg)*HW+b.p0:], s.positions()
 	}
-	nc := b.cols()
-	c := col.get(s.taps() * pl.width)
+	ld := padLd(b.cols())
+	c := col.get(s.taps() * padLd(pl.width))
 	for i := range b.ns {
-		im2col(s, s.cg, x[((b.n0+i)*s.c+g*s.cg)*HW:], b.p0, b.np, c[i*b.np:], nc)
+		im2col(s, s.cg, x[((b.n0+i)*s.c+g*s.cg)*HW:], b.p0, b.np, c[i*b.np:], ld)
 	}
-	return c, nc
+	return c, ld
 }
 
 // gradients returns group g's rows of dy for block b (O/groups × b.cols(),
@@ -259,15 +263,27 @@ func gradients[T float32 | float64](s *convShape, pl convPlan, b convBlock, g in
 	if b.ns == 1 {
 		return dy[(b.n0*s.o+g*s.og)*P+b.p0:], P
 	}
-	nc := b.cols()
-	d := buf.get(s.og * pl.width)
+	ld := padLd(b.cols())
+	d := buf.get(s.og * padLd(pl.width))
 	for i := range b.ns {
 		src := dy[((b.n0+i)*s.o+g*s.og)*P:]
 		for oc := range s.og {
-			copy(d[oc*nc+i*P:oc*nc+(i+1)*P], src[oc*P:])
+			copy(d[oc*ld+i*P:oc*ld+(i+1)*P], src[oc*P:])
 		}
 	}
-	return d, nc
+	return d, ld
+}
+
+// padLd returns the row stride for a scratch matrix of n columns: n, or a
+// cache line more when n floats are a multiple of 1 KiB, where the rows a
+// matrix kernel reads or writes together would share a few sets of the L1
+// cache (and the kernels would copy the matrix rather than read it in
+// place).
+func padLd(n int) int {
+	if n%256 == 0 {
+		return n + 16
+	}
+	return n
 }
 
 // convForward computes y = conv(x, w); xo, wo and yo are the views' offsets.
@@ -289,12 +305,13 @@ func convForward[T float32 | float64](s *convShape, xo, wo, yo int, x, w, y []T)
 					gemm(false, false, s.og, nc, R, 1, wg, R, b, ldb, 0, y[yo+(bk.n0*s.o+g*s.og)*P+bk.p0:], P)
 					continue
 				}
-				o := out.get(s.og * pl.width)
-				gemm(false, false, s.og, nc, R, 1, wg, R, b, ldb, 0, o, nc)
+				ldo := padLd(nc)
+				o := out.get(s.og * padLd(pl.width))
+				gemm(false, false, s.og, nc, R, 1, wg, R, b, ldb, 0, o, ldo)
 				for i := range bk.ns {
 					yi := y[yo+((bk.n0+i)*s.o+g*s.og)*P:]
 					for oc := range s.og {
-						copy(yi[oc*P:(oc+1)*P], o[oc*nc+i*P:])
+						copy(yi[oc*P:(oc+1)*P], o[oc*ldo+i*P:])
 					}
 				}
 			}
@@ -366,10 +383,11 @@ func convBackwardData[T float32 | float64](s *convShape, dxo, wo, dyo int, dx, w
 						clear(first[i*s.c*HW:][:nc*HW])
 					}
 				}
-				c := col.get(cb * KK * pl.width)
-				gemm(false, false, nc*KK, cols, s.og, 1, wg, ldw, d, ldd, 0, c, cols)
+				ldc := padLd(cols)
+				c := col.get(cb * KK * padLd(pl.width))
+				gemm(false, false, nc*KK, cols, s.og, 1, wg, ldw, d, ldd, 0, c, ldc)
 				for i := range bk.ns {
-					col2im(s, nc, c[i*bk.np:], bk.p0, bk.np, cols, first[i*s.c*HW:])
+					col2im(s, nc, c[i*bk.np:], bk.p0, bk.np, ldc, first[i*s.c*HW:])
 				}
 			}
 		}
@@ -410,13 +428,13 @@ func convBackwardWeight[T float32 | float64](s *convShape, xo, dwo, dyo int, x, 
 				bk := s.block(pl, u)
 				cols := bk.cols()
 				var b []T
-				ldb := cols
+				ldb := padLd(cols)
 				if s.pointwise() && bk.ns == 1 {
 					b, ldb = x[xo+(bk.n0*s.c+g*s.cg+c0)*HW+bk.p0:], s.positions()
 				} else {
-					b = col.get(cb * KK * pl.width)
+					b = col.get(cb * KK * padLd(pl.width))
 					for i := range bk.ns {
-						im2col(s, nc, x[xo+((bk.n0+i)*s.c+g*s.cg+c0)*HW:], bk.p0, bk.np, b[i*bk.np:], cols)
+						im2col(s, nc, x[xo+((bk.n0+i)*s.c+g*s.cg+c0)*HW:], bk.p0, bk.np, b[i*bk.np:], ldb)
 					}
 				}
 				d, ldd := gradients(s, pl, bk, g, dy[dyo:], &grad)
@@ -647,4 +665,55 @@ func convWalk(s *convShape, nc, p0, np, ld int, fn func(c, row, src, ow0, ow1, v
 			}
 		}
 	}
+}
+
+// convViaMinChannels is the least number of input channels per group for
+// which the data gradient runs as the transposed convolution's forward pass.
+const convViaMinChannels = 32
+
+// transposed returns the convolution whose forward pass computes s's data
+// gradient, and whether there is one: with unit strides and dilations, dx
+// is dy convolved with the kernel flipped in both axes and its channel axes
+// swapped, padded by KH−1−ph and KW−1−pw (which must not be negative).
+func (s *convShape) transposed() (convShape, bool) {
+	if s.sh != 1 || s.sw != 1 || s.dh != 1 || s.dw != 1 || s.ph > s.kh-1 || s.pw > s.kw-1 {
+		return convShape{}, false
+	}
+	return convShape{
+		n: s.n, c: s.o, h: s.oh, w: s.ow,
+		o: s.c, kh: s.kh, kw: s.kw,
+		oh: s.h, ow: s.w,
+		sh: 1, sw: 1, ph: s.kh - 1 - s.ph, pw: s.kw - 1 - s.pw, dh: 1, dw: 1,
+		groups: s.groups, cg: s.og, og: s.cg,
+	}, true
+}
+
+// convBackwardDataVia computes dx from dy and w as the forward pass of the
+// transposed convolution where there is one and s has at least
+// convViaMinChannels input channels per group (the transposed product has
+// that many rows), else by convBackwardData. The forward pass's products
+// are deeper (O/groups·KH·KW rather than O/groups) and nothing is added back
+// by col2im; measured on ResNet-18's stages this is 0–10% faster.
+func convBackwardDataVia[T float32 | float64](s *convShape, dxo, wo, dyo int, dx, w, dy []T) {
+	t, ok := s.transposed()
+	if !ok || s.cg < convViaMinChannels {
+		convBackwardData(s, dxo, wo, dyo, dx, w, dy)
+		return
+	}
+	KK := s.kh * s.kw
+	buf := getScratch[T](s.o * s.cg * KK)
+	defer putScratch(buf)
+	wf := *buf // wf[g·cg + c, o, k] = w[g·og + o, c, KK−1−k]
+	for g := range s.groups {
+		for o := range s.og {
+			src := w[wo+(g*s.og+o)*s.cg*KK:]
+			for c := range s.cg {
+				dst := wf[((g*s.cg+c)*s.og+o)*KK:][:KK]
+				for k, v := range src[c*KK : (c+1)*KK] {
+					dst[KK-1-k] = v
+				}
+			}
+		}
+	}
+	convForward(&t, dyo, 0, dxo, dy, wf, dx)
 }
