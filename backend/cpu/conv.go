@@ -82,6 +82,8 @@ func (s *convShape) plan() convPlan {
 	if P >= t || s.n == 1 {
 		rows := min(s.oh, max(1, t/s.ow))
 		per := (s.oh + rows - 1) / rows
+		rows = (s.oh + per - 1) / per // the same number of blocks, evened out
+		per = (s.oh + rows - 1) / rows
 		return convPlan{rows: rows, nb: 1, blocks: s.n * per, width: rows * s.ow}
 	}
 	nb := max(1, min(s.n, (t+P/2)/P))
@@ -704,16 +706,18 @@ func convBackwardDataVia[T float32 | float64](s *convShape, dxo, wo, dyo int, dx
 	buf := getScratch[T](s.o * s.cg * KK)
 	defer putScratch(buf)
 	wf := *buf // wf[g·cg + c, o, k] = w[g·og + o, c, KK−1−k]
-	for g := range s.groups {
-		for o := range s.og {
-			src := w[wo+(g*s.og+o)*s.cg*KK:]
-			for c := range s.cg {
-				dst := wf[((g*s.cg+c)*s.og+o)*KK:][:KK]
-				for k, v := range src[c*KK : (c+1)*KK] {
-					dst[KK-1-k] = v
+	parallelFor(s.c, max(1, (1<<15)/max(1, s.og*KK)), func(lo, hi int) {
+		for gc := lo; gc < hi; gc++ {
+			g, c := gc/s.cg, gc%s.cg
+			dst := wf[gc*s.og*KK:][:s.og*KK]
+			for o := range s.og {
+				src := w[wo+((g*s.og+o)*s.cg+c)*KK:][:KK]
+				d := dst[o*KK : (o+1)*KK]
+				for k, v := range src {
+					d[KK-1-k] = v
 				}
 			}
 		}
-	}
+	})
 	convForward(&t, dyo, 0, dxo, dy, wf, dx)
 }
