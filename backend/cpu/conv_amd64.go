@@ -5,31 +5,16 @@ package cpu
 import "math/bits"
 
 //go:noescape
-func rowsCopyAVX512(dst []float32, ldd int, src []float32, off, lds, rows int, lmask, smask uint32, planes, dstStep, srcStep int)
+func rowsCopyAVX512(dst []float32, ldd int, src []float32, off, lds, rows int, lmask, smask uint32, planes, dstStep, srcStep, sw int)
 
 //go:noescape
-func rowsCopyS2AVX512(dst []float32, ldd int, src []float32, off, lds, rows int, lmask, smask uint32, planes, dstStep, srcStep int)
+func rowsAddAVX512(dst []float32, off, ldd int, src []float32, lds, rows int, smask, dmask uint32, planes, dstStep, srcStep, sw int)
 
 //go:noescape
-func rowsAddAVX512(dst []float32, off, ldd int, src []float32, lds, rows int, mask uint32, planes, dstStep, srcStep int)
+func rowsAxpyAVX512(dst []float32, doff, ldd int, src []float32, soff, lds, rows int, mask, wide uint32, a float32, mode int)
 
 //go:noescape
-func rowsAddS2AVX512(dst []float32, off, ldd int, src []float32, lds, rows int, smask, dmask uint32, planes, dstStep, srcStep int)
-
-//go:noescape
-func rowsAxpyAVX512(dst []float32, doff, ldd int, src []float32, soff, lds, rows int, mask uint32, a float32)
-
-//go:noescape
-func rowsDotAVX512(a []float32, aoff, lda int, b []float32, boff, ldb, rows int, mask uint32) float32
-
-//go:noescape
-func rowsAxpySrc2AVX512(dst []float32, doff, ldd int, src []float32, soff, lds, rows int, mask, smask uint32, a float32)
-
-//go:noescape
-func rowsAxpyDst2AVX512(dst []float32, doff, ldd int, src []float32, soff, lds, rows int, mask, dmask uint32, a float32)
-
-//go:noescape
-func rowsDotS2AVX512(a []float32, aoff, lda int, b []float32, boff, ldb, rows int, mask, bmask uint32) float32
+func rowsDotAVX512(a []float32, aoff, lda int, b []float32, boff, ldb, rows int, mask, wide uint32, bsw int) float32
 
 // checkRows panics unless the lanes of mask (column stride sw) of rows
 // rows, ld apart from off, lie inside a slice of n elements.
@@ -51,14 +36,14 @@ func rowsAxpy(dst []float32, doff, ldd, dsw int, src []float32, soff, lds, ssw, 
 	}
 	checkRows(len(dst), doff, ldd, dsw, rows, mask)
 	checkRows(len(src), soff, lds, ssw, rows, mask)
+	mode := 0
 	switch {
-	case dsw == 2:
-		rowsAxpyDst2AVX512(dst, doff, ldd, src, soff, lds, rows, mask, spread(mask), a)
 	case ssw == 2:
-		rowsAxpySrc2AVX512(dst, doff, ldd, src, soff, lds, rows, mask, spread(mask), a)
-	default:
-		rowsAxpyAVX512(dst, doff, ldd, src, soff, lds, rows, mask, a)
+		mode = 1
+	case dsw == 2:
+		mode = 2
 	}
+	rowsAxpyAVX512(dst, doff, ldd, src, soff, lds, rows, mask, spread(mask), a, mode)
 }
 
 // rowsDot returns the sum over rows i < rows and lanes j < 16 of mask of
@@ -70,10 +55,7 @@ func rowsDot(a []float32, aoff, lda int, b []float32, boff, ldb, bsw, rows int, 
 	}
 	checkRows(len(a), aoff, lda, 1, rows, mask)
 	checkRows(len(b), boff, ldb, bsw, rows, mask)
-	if bsw == 2 {
-		return rowsDotS2AVX512(a, aoff, lda, b, boff, ldb, rows, mask, spread(mask))
-	}
-	return rowsDotAVX512(a, aoff, lda, b, boff, ldb, rows, mask)
+	return rowsDotAVX512(a, aoff, lda, b, boff, ldb, rows, mask, spread(mask), bsw)
 }
 
 // convRowsVec reports whether the kernel path has the vector row copies of
@@ -107,10 +89,9 @@ func rowsCopy(dst []float32, ldd int, src []float32, off, lds, rows, sw int, lma
 		_ = src[off+(planes-1)*srcStep+(rows-1)*lds+sw*(bits.Len32(lmask)-1)]
 	}
 	if sw == 2 {
-		rowsCopyS2AVX512(dst, ldd, src, off, lds, rows, spread(lmask), smask, planes, dstStep, srcStep)
-		return
+		lmask = spread(lmask)
 	}
-	rowsCopyAVX512(dst, ldd, src, off, lds, rows, lmask, smask, planes, dstStep, srcStep)
+	rowsCopyAVX512(dst, ldd, src, off, lds, rows, lmask, smask, planes, dstStep, srcStep, sw)
 }
 
 // rowsAdd adds, for each plane p < planes, row i < rows and lane j < 16
@@ -127,9 +108,9 @@ func rowsAdd(dst []float32, off, ldd int, src []float32, lds, rows, sw int, mask
 	}
 	_ = dst[off+(planes-1)*dstStep+(rows-1)*ldd+sw*hi]
 	_ = src[(planes-1)*srcStep+(rows-1)*lds+hi]
+	dmask := mask
 	if sw == 2 {
-		rowsAddS2AVX512(dst, off, ldd, src, lds, rows, mask, spread(mask), planes, dstStep, srcStep)
-		return
+		dmask = spread(mask)
 	}
-	rowsAddAVX512(dst, off, ldd, src, lds, rows, mask, planes, dstStep, srcStep)
+	rowsAddAVX512(dst, off, ldd, src, lds, rows, mask, dmask, planes, dstStep, srcStep, sw)
 }

@@ -1,123 +1,11 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "vecmath_amd64.h"
 
-// The row routines below take a block of planes: planes blocks of rows,
-// the destination's dstStep and the source's srcStep elements apart.
-
-// func rowsCopyAVX512(dst []float32, ldd int, src []float32, off, lds, rows int, lmask, smask uint32, planes, dstStep, srcStep int)
-//
-// For each plane p < planes and row i < rows, writes the 16-lane block at
-// dst[p·dstStep + i·ldd] under smask: lane j gets
-// src[off + p·srcStep + i·lds + j] where lmask has bit j, zero elsewhere.
-// Lanes outside lmask are not read, so off may point before src.
-TEXT ·rowsCopyAVX512(SB), NOSPLIT, $0-112
-	MOVQ  dst_base+0(FP), DI
-	MOVQ  ldd+24(FP), R8
-	MOVQ  src_base+32(FP), SI
-	MOVQ  off+56(FP), AX
-	MOVQ  lds+64(FP), R9
-	MOVQ  rows+72(FP), CX
-	MOVL  lmask+80(FP), DX
-	MOVL  smask+84(FP), BX
-	MOVQ  planes+88(FP), R10
-	MOVQ  dstStep+96(FP), R11
-	MOVQ  srcStep+104(FP), R12
-	LEAQ  (SI)(AX*4), SI
-	SHLQ  $2, R8
-	SHLQ  $2, R9
-	SHLQ  $2, R11
-	SHLQ  $2, R12
-	KMOVW DX, K1
-	KMOVW BX, K2
-	TESTQ CX, CX
-	JLE   done
-	TESTQ R10, R10
-	JLE   done
-
-plane:
-	MOVQ DI, R13
-	MOVQ SI, R14
-	MOVQ CX, BX
-
-loop:
-	VMOVUPS.Z (R14), K1, Z0
-	VMOVUPS   Z0, K2, (R13)
-	ADDQ      R9, R14
-	ADDQ      R8, R13
-	DECQ      BX
-	JNZ       loop
-	ADDQ      R11, DI
-	ADDQ      R12, SI
-	DECQ      R10
-	JNZ       plane
-
-done:
-	VZEROUPPER
-	RET
-
-// func rowsAddAVX512(dst []float32, off, ldd int, src []float32, lds, rows int, mask uint32, planes, dstStep, srcStep int)
-//
-// For each plane p < planes, row i < rows and lane j < 16 of mask, adds
-// src[p·srcStep + i·lds + j] to dst[off + p·dstStep + i·ldd + j]; other
-// lanes are not touched, so off may point before dst.
-TEXT ·rowsAddAVX512(SB), NOSPLIT, $0-112
-	MOVQ  dst_base+0(FP), DI
-	MOVQ  off+24(FP), AX
-	MOVQ  ldd+32(FP), R8
-	MOVQ  src_base+40(FP), SI
-	MOVQ  lds+64(FP), R9
-	MOVQ  rows+72(FP), CX
-	MOVL  mask+80(FP), DX
-	MOVQ  planes+88(FP), R10
-	MOVQ  dstStep+96(FP), R11
-	MOVQ  srcStep+104(FP), R12
-	LEAQ  (DI)(AX*4), DI
-	SHLQ  $2, R8
-	SHLQ  $2, R9
-	SHLQ  $2, R11
-	SHLQ  $2, R12
-	KMOVW DX, K1
-	TESTQ CX, CX
-	JLE   done
-	TESTQ R10, R10
-	JLE   done
-
-plane:
-	MOVQ DI, R13
-	MOVQ SI, R14
-	MOVQ CX, BX
-
-loop:
-	VMOVUPS.Z (R13), K1, Z0
-	VMOVUPS.Z (R14), K1, Z1
-	VADDPS    Z1, Z0, Z0
-	VMOVUPS   Z0, K1, (R13)
-	ADDQ      R9, R14
-	ADDQ      R8, R13
-	DECQ      BX
-	JNZ       loop
-	ADDQ      R11, DI
-	ADDQ      R12, SI
-	DECQ      R10
-	JNZ       plane
-
-done:
-	VZEROUPPER
-	RET
-
-// Permutation indices: the even lanes of a pair of vectors (0, 2, …, 30),
-// and each of the first and the last eight lanes twice (0, 0, 1, 1, …).
-DATA convEven<>+0(SB)/8, $0x0000000200000000
-DATA convEven<>+8(SB)/8, $0x0000000600000004
-DATA convEven<>+16(SB)/8, $0x0000000a00000008
-DATA convEven<>+24(SB)/8, $0x0000000e0000000c
-DATA convEven<>+32(SB)/8, $0x0000001200000010
-DATA convEven<>+40(SB)/8, $0x0000001600000014
-DATA convEven<>+48(SB)/8, $0x0000001a00000018
-DATA convEven<>+56(SB)/8, $0x0000001e0000001c
-GLOBL convEven<>(SB), RODATA|NOPTR, $64
-
+// Permutation indices of each of the first and the last eight lanes twice
+// (0, 0, 1, 1, …); the even lanes of a pair of vectors are ·evenLanes (in
+// pool_amd64.s).
 DATA convTwice<>+0(SB)/8, $0x0000000000000000
 DATA convTwice<>+8(SB)/8, $0x0000000100000001
 DATA convTwice<>+16(SB)/8, $0x0000000200000002
@@ -136,13 +24,17 @@ DATA convTwice<>+112(SB)/8, $0x0000000e0000000e
 DATA convTwice<>+120(SB)/8, $0x0000000f0000000f
 GLOBL convTwice<>(SB), RODATA|NOPTR, $128
 
-// func rowsCopyS2AVX512(dst []float32, ldd int, src []float32, off, lds, rows int, lmask, smask uint32, planes, dstStep, srcStep int)
+// The routines below move blocks of rows of 16 lanes under lane masks;
+// lanes outside the masks are neither read nor written, so a block may
+// start before its slice when its low lanes are masked off. Where a side
+// has column stride 2, its mask covers 32 lanes (bit 2j for lane j).
+
+// func rowsCopyAVX512(dst []float32, ldd int, src []float32, off, lds, rows int, lmask, smask uint32, planes, dstStep, srcStep, sw int)
 //
-// As rowsCopyAVX512 with column stride 2: lane j of row i of plane p gets
-// src[off + p·srcStep + i·lds + 2j]. lmask has a bit for each of the 32
-// source lanes (those of the even lanes the row needs); lanes outside it
-// are not read.
-TEXT ·rowsCopyS2AVX512(SB), NOSPLIT, $0-112
+// For each plane p < planes and row i < rows, writes the lanes j of smask
+// of dst[p·dstStep + i·ldd + j]: src[off + p·srcStep + i·lds + sw·j] where
+// lmask has the lane, zero elsewhere; sw is 1 or 2.
+TEXT ·rowsCopyAVX512(SB), NOSPLIT, $0-120
 	MOVQ      dst_base+0(FP), DI
 	MOVQ      ldd+24(FP), R8
 	MOVQ      src_base+32(FP), SI
@@ -154,6 +46,8 @@ TEXT ·rowsCopyS2AVX512(SB), NOSPLIT, $0-112
 	MOVQ      planes+88(FP), R10
 	MOVQ      dstStep+96(FP), R11
 	MOVQ      srcStep+104(FP), R12
+	VMOVDQU32 ·evenLanes(SB), Z28 // before R15, which a global access may use
+	MOVQ      sw+112(FP), R15
 	LEAQ      (SI)(AX*4), SI
 	SHLQ      $2, R8
 	SHLQ      $2, R9
@@ -163,7 +57,6 @@ TEXT ·rowsCopyS2AVX512(SB), NOSPLIT, $0-112
 	SHRL      $16, DX
 	KMOVW     DX, K3
 	KMOVW     BX, K2
-	VMOVDQU32 convEven<>(SB), Z28
 	TESTQ     CX, CX
 	JLE       done
 	TESTQ     R10, R10
@@ -173,8 +66,19 @@ plane:
 	MOVQ DI, R13
 	MOVQ SI, R14
 	MOVQ CX, BX
+	CMPQ R15, $2
+	JEQ  loop2
 
-loop:
+loop1:
+	VMOVUPS.Z (R14), K1, Z0
+	VMOVUPS   Z0, K2, (R13)
+	ADDQ      R9, R14
+	ADDQ      R8, R13
+	DECQ      BX
+	JNZ       loop1
+	JMP       next
+
+loop2:
 	VMOVUPS.Z (R14), K1, Z0
 	VMOVUPS.Z 64(R14), K3, Z1
 	VPERMT2PS Z1, Z28, Z0
@@ -182,22 +86,24 @@ loop:
 	ADDQ      R9, R14
 	ADDQ      R8, R13
 	DECQ      BX
-	JNZ       loop
-	ADDQ      R11, DI
-	ADDQ      R12, SI
-	DECQ      R10
-	JNZ       plane
+	JNZ       loop2
+
+next:
+	ADDQ R11, DI
+	ADDQ R12, SI
+	DECQ R10
+	JNZ  plane
 
 done:
 	VZEROUPPER
 	RET
 
-// func rowsAddS2AVX512(dst []float32, off, ldd int, src []float32, lds, rows int, smask, dmask uint32, planes, dstStep, srcStep int)
+// func rowsAddAVX512(dst []float32, off, ldd int, src []float32, lds, rows int, smask, dmask uint32, planes, dstStep, srcStep, sw int)
 //
-// As rowsAddAVX512 with column stride 2: for the lanes j of smask,
-// src[p·srcStep + i·lds + j] is added to dst[off + p·dstStep + i·ldd + 2j];
-// dmask has bit 2j for each bit j of smask. Other lanes are not touched.
-TEXT ·rowsAddS2AVX512(SB), NOSPLIT, $0-112
+// For each plane p < planes, row i < rows and lane j of smask, adds
+// src[p·srcStep + i·lds + j] to dst[off + p·dstStep + i·ldd + sw·j]; dmask
+// is the destination's mask (smask itself when sw is 1).
+TEXT ·rowsAddAVX512(SB), NOSPLIT, $0-120
 	MOVQ      dst_base+0(FP), DI
 	MOVQ      off+24(FP), AX
 	MOVQ      ldd+32(FP), R8
@@ -209,6 +115,7 @@ TEXT ·rowsAddS2AVX512(SB), NOSPLIT, $0-112
 	MOVQ      planes+88(FP), R10
 	MOVQ      dstStep+96(FP), R11
 	MOVQ      srcStep+104(FP), R12
+	MOVQ      sw+112(FP), R15
 	LEAQ      (DI)(AX*4), DI
 	SHLQ      $2, R8
 	SHLQ      $2, R9
@@ -229,8 +136,21 @@ plane:
 	MOVQ DI, R13
 	MOVQ SI, R14
 	MOVQ CX, BX
+	CMPQ R15, $2
+	JEQ  loop2
 
-loop:
+loop1:
+	VMOVUPS.Z (R13), K1, Z0
+	VMOVUPS.Z (R14), K1, Z1
+	VADDPS    Z1, Z0, Z0
+	VMOVUPS   Z0, K1, (R13)
+	ADDQ      R9, R14
+	ADDQ      R8, R13
+	DECQ      BX
+	JNZ       loop1
+	JMP       next
+
+loop2:
 	VMOVUPS.Z (R14), K1, Z2
 	VPERMPS   Z2, Z28, Z3
 	VPERMPS   Z2, Z29, Z4
@@ -243,105 +163,25 @@ loop:
 	ADDQ      R9, R14
 	ADDQ      R8, R13
 	DECQ      BX
-	JNZ       loop
-	ADDQ      R11, DI
-	ADDQ      R12, SI
-	DECQ      R10
-	JNZ       plane
+	JNZ       loop2
+
+next:
+	ADDQ R11, DI
+	ADDQ R12, SI
+	DECQ R10
+	JNZ  plane
 
 done:
 	VZEROUPPER
 	RET
 
-// func rowsAxpyAVX512(dst []float32, doff, ldd int, src []float32, soff, lds, rows int, mask uint32, a float32)
+// func rowsAxpyAVX512(dst []float32, doff, ldd int, src []float32, soff, lds, rows int, mask, wide uint32, a float32, mode int)
 //
-// For each row i < rows and each lane j < 16 of mask,
-// dst[doff + i·ldd + j] += a·src[soff + i·lds + j]; other lanes are not
-// touched, so either offset may point before its slice.
-TEXT ·rowsAxpyAVX512(SB), NOSPLIT, $0-96
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         doff+24(FP), AX
-	MOVQ         ldd+32(FP), R8
-	MOVQ         src_base+40(FP), SI
-	MOVQ         soff+64(FP), BX
-	MOVQ         lds+72(FP), R9
-	MOVQ         rows+80(FP), CX
-	MOVL         mask+88(FP), DX
-	VBROADCASTSS a+92(FP), Z2
-	LEAQ         (DI)(AX*4), DI
-	LEAQ         (SI)(BX*4), SI
-	SHLQ         $2, R8
-	SHLQ         $2, R9
-	KMOVW        DX, K1
-	TESTQ        CX, CX
-	JLE          xdone
-
-xloop:
-	VMOVUPS.Z   (DI), K1, Z0
-	VMOVUPS.Z   (SI), K1, Z1
-	VFMADD231PS Z1, Z2, Z0
-	VMOVUPS     Z0, K1, (DI)
-	ADDQ        R9, SI
-	ADDQ        R8, DI
-	DECQ        CX
-	JNZ         xloop
-
-xdone:
-	VZEROUPPER
-	RET
-
-// func rowsDotAVX512(a []float32, aoff, lda int, b []float32, boff, ldb, rows int, mask uint32) float32
-//
-// Returns the sum over rows i < rows and lanes j < 16 of mask of
-// a[aoff + i·lda + j]·b[boff + i·ldb + j], summed per lane down the rows
-// and then across the lanes in a fixed order. Lanes outside mask are not
-// read.
-TEXT ·rowsDotAVX512(SB), NOSPLIT, $0-100
-	MOVQ   a_base+0(FP), DI
-	MOVQ   aoff+24(FP), AX
-	MOVQ   lda+32(FP), R8
-	MOVQ   b_base+40(FP), SI
-	MOVQ   boff+64(FP), BX
-	MOVQ   ldb+72(FP), R9
-	MOVQ   rows+80(FP), CX
-	MOVL   mask+88(FP), DX
-	LEAQ   (DI)(AX*4), DI
-	LEAQ   (SI)(BX*4), SI
-	SHLQ   $2, R8
-	SHLQ   $2, R9
-	KMOVW  DX, K1
-	VXORPS Z0, Z0, Z0
-	TESTQ  CX, CX
-	JLE    dsum
-
-dloop:
-	VMOVUPS.Z   (DI), K1, Z1
-	VMOVUPS.Z   (SI), K1, Z2
-	VFMADD231PS Z2, Z1, Z0
-	ADDQ        R8, DI
-	ADDQ        R9, SI
-	DECQ        CX
-	JNZ         dloop
-
-dsum:
-	VEXTRACTF32X8 $1, Z0, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF128  $1, Y0, X1
-	VADDPS        X1, X0, X0
-	VMOVHLPS      X0, X0, X1
-	VADDPS        X1, X0, X0
-	VMOVSHDUP     X0, X1
-	VADDSS        X1, X0, X0
-	MOVSS         X0, ret+96(FP)
-	VZEROUPPER
-	RET
-
-// func rowsAxpySrc2AVX512(dst []float32, doff, ldd int, src []float32, soff, lds, rows int, mask, smask uint32, a float32)
-//
-// As rowsAxpyAVX512 with the source at column stride 2: lane j of row i
-// adds a·src[soff + i·lds + 2j]. smask has a bit for each of the 32 source
-// lanes the row needs (bit 2j for each bit j of mask).
-TEXT ·rowsAxpySrc2AVX512(SB), NOSPLIT, $0-100
+// For each row i < rows and lane j of mask, adds a·src[soff + i·lds + s·j]
+// to dst[doff + i·ldd + d·j], where (d, s) is (1, 1) for mode 0, (1, 2)
+// for mode 1 and (2, 1) for mode 2; wide is the mask of the side with
+// stride 2.
+TEXT ·rowsAxpyAVX512(SB), NOSPLIT, $0-112
 	MOVQ         dst_base+0(FP), DI
 	MOVQ         doff+24(FP), AX
 	MOVQ         ldd+32(FP), R8
@@ -351,20 +191,37 @@ TEXT ·rowsAxpySrc2AVX512(SB), NOSPLIT, $0-100
 	MOVQ         rows+80(FP), CX
 	MOVL         mask+88(FP), DX
 	KMOVW        DX, K1
-	MOVL         smask+92(FP), DX
+	MOVL         wide+92(FP), DX
 	KMOVW        DX, K2
 	SHRL         $16, DX
 	KMOVW        DX, K3
 	VBROADCASTSS a+96(FP), Z5
-	VMOVDQU32    convEven<>(SB), Z28
+	MOVQ         mode+104(FP), R15
 	LEAQ         (DI)(AX*4), DI
 	LEAQ         (SI)(BX*4), SI
 	SHLQ         $2, R8
 	SHLQ         $2, R9
 	TESTQ        CX, CX
 	JLE          done
+	CMPQ         R15, $1
+	JEQ          src2
+	JGT          dst2
 
 loop:
+	VMOVUPS.Z   (DI), K1, Z0
+	VMOVUPS.Z   (SI), K1, Z1
+	VFMADD231PS Z1, Z5, Z0
+	VMOVUPS     Z0, K1, (DI)
+	ADDQ        R9, SI
+	ADDQ        R8, DI
+	DECQ        CX
+	JNZ         loop
+	JMP         done
+
+src2:
+	VMOVDQU32 ·evenLanes(SB), Z28
+
+src2loop:
 	VMOVUPS.Z   (SI), K2, Z1
 	VMOVUPS.Z   64(SI), K3, Z2
 	VPERMT2PS   Z2, Z28, Z1
@@ -374,42 +231,14 @@ loop:
 	ADDQ        R9, SI
 	ADDQ        R8, DI
 	DECQ        CX
-	JNZ         loop
+	JNZ         src2loop
+	JMP         done
 
-done:
-	VZEROUPPER
-	RET
+dst2:
+	VMOVDQU32 convTwice<>(SB), Z28
+	VMOVDQU32 convTwice<>+64(SB), Z29
 
-// func rowsAxpyDst2AVX512(dst []float32, doff, ldd int, src []float32, soff, lds, rows int, mask, dmask uint32, a float32)
-//
-// As rowsAxpyAVX512 with the destination at column stride 2: for the lanes
-// j of mask, a·src[soff + i·lds + j] is added to dst[doff + i·ldd + 2j];
-// dmask has bit 2j for each bit j of mask.
-TEXT ·rowsAxpyDst2AVX512(SB), NOSPLIT, $0-100
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         doff+24(FP), AX
-	MOVQ         ldd+32(FP), R8
-	MOVQ         src_base+40(FP), SI
-	MOVQ         soff+64(FP), BX
-	MOVQ         lds+72(FP), R9
-	MOVQ         rows+80(FP), CX
-	MOVL         mask+88(FP), DX
-	KMOVW        DX, K1
-	MOVL         dmask+92(FP), DX
-	KMOVW        DX, K2
-	SHRL         $16, DX
-	KMOVW        DX, K3
-	VBROADCASTSS a+96(FP), Z5
-	VMOVDQU32    convTwice<>(SB), Z28
-	VMOVDQU32    convTwice<>+64(SB), Z29
-	LEAQ         (DI)(AX*4), DI
-	LEAQ         (SI)(BX*4), SI
-	SHLQ         $2, R8
-	SHLQ         $2, R9
-	TESTQ        CX, CX
-	JLE          done
-
-loop:
+dst2loop:
 	VMOVUPS.Z   (SI), K1, Z2
 	VPERMPS     Z2, Z28, Z3
 	VPERMPS     Z2, Z29, Z4
@@ -422,18 +251,19 @@ loop:
 	ADDQ        R9, SI
 	ADDQ        R8, DI
 	DECQ        CX
-	JNZ         loop
+	JNZ         dst2loop
 
 done:
 	VZEROUPPER
 	RET
 
-// func rowsDotS2AVX512(a []float32, aoff, lda int, b []float32, boff, ldb, rows int, mask, bmask uint32) float32
+// func rowsDotAVX512(a []float32, aoff, lda int, b []float32, boff, ldb, rows int, mask, wide uint32, bsw int) float32
 //
-// As rowsDotAVX512 with b at column stride 2: lane j of row i multiplies
-// a[aoff + i·lda + j] by b[boff + i·ldb + 2j]; bmask has bit 2j for each
-// bit j of mask.
-TEXT ·rowsDotS2AVX512(SB), NOSPLIT, $0-100
+// Returns the sum over rows i < rows and lanes j of mask of
+// a[aoff + i·lda + j]·b[boff + i·ldb + bsw·j], summed per lane down the
+// rows and then across the lanes in a fixed order; bsw is 1 or 2, and wide
+// is b's mask when it is 2.
+TEXT ·rowsDotAVX512(SB), NOSPLIT, $0-108
 	MOVQ      a_base+0(FP), DI
 	MOVQ      aoff+24(FP), AX
 	MOVQ      lda+32(FP), R8
@@ -443,11 +273,12 @@ TEXT ·rowsDotS2AVX512(SB), NOSPLIT, $0-100
 	MOVQ      rows+80(FP), CX
 	MOVL      mask+88(FP), DX
 	KMOVW     DX, K1
-	MOVL      bmask+92(FP), DX
+	MOVL      wide+92(FP), DX
 	KMOVW     DX, K2
 	SHRL      $16, DX
 	KMOVW     DX, K3
-	VMOVDQU32 convEven<>(SB), Z28
+	VMOVDQU32 ·evenLanes(SB), Z28 // before R15, which a global access may use
+	MOVQ      bsw+96(FP), R15
 	LEAQ      (DI)(AX*4), DI
 	LEAQ      (SI)(BX*4), SI
 	SHLQ      $2, R8
@@ -455,8 +286,20 @@ TEXT ·rowsDotS2AVX512(SB), NOSPLIT, $0-100
 	VXORPS    Z0, Z0, Z0
 	TESTQ     CX, CX
 	JLE       sum
+	CMPQ      R15, $2
+	JEQ       loop2
 
-loop:
+loop1:
+	VMOVUPS.Z   (DI), K1, Z1
+	VMOVUPS.Z   (SI), K1, Z2
+	VFMADD231PS Z2, Z1, Z0
+	ADDQ        R8, DI
+	ADDQ        R9, SI
+	DECQ        CX
+	JNZ         loop1
+	JMP         sum
+
+loop2:
 	VMOVUPS.Z   (DI), K1, Z1
 	VMOVUPS.Z   (SI), K2, Z2
 	VMOVUPS.Z   64(SI), K3, Z3
@@ -465,17 +308,10 @@ loop:
 	ADDQ        R8, DI
 	ADDQ        R9, SI
 	DECQ        CX
-	JNZ         loop
+	JNZ         loop2
 
 sum:
-	VEXTRACTF32X8 $1, Z0, Y1
-	VADDPS        Y1, Y0, Y0
-	VEXTRACTF128  $1, Y0, X1
-	VADDPS        X1, X0, X0
-	VMOVHLPS      X0, X0, X1
-	VADDPS        X1, X0, X0
-	VMOVSHDUP     X0, X1
-	VADDSS        X1, X0, X0
-	MOVSS         X0, ret+96(FP)
+	HSUMPS512
+	MOVSS X0, ret+104(FP)
 	VZEROUPPER
 	RET

@@ -16,17 +16,7 @@ func TestConvScratchReused(t *testing.T) {
 		t.Skip("the race detector adds allocations of its own")
 	}
 	c := New()
-	view := func(s ...int) backend.View {
-		shape := backend.Shape(s)
-		buf, err := c.Alloc(shape.NumElements() * 4)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Free(buf) })
-		v := backend.Contiguous(buf, backend.Float32, shape)
-		clear(F32(v))
-		return v
-	}
+	view := func(s ...int) backend.View { return testView(t, c, 0, s...) }
 	x, w, y := view(4, 16, 24, 24), view(16, 16, 3, 3), view(4, 16, 24, 24)
 	p := backend.ConvParams{StrideH: 1, StrideW: 1, PadH: 1, PadW: 1, DilationH: 1, DilationW: 1, Groups: 1}
 	s, err := convGeometry("test", x, w, y, p)
@@ -74,19 +64,7 @@ func TestConvScratchReused(t *testing.T) {
 // give bitwise the same float32 results on 1, 2 and 5 goroutines.
 func TestConvThreadCountIndependent(t *testing.T) {
 	c := New()
-	view := func(seed int, s ...int) backend.View {
-		shape := backend.Shape(s)
-		buf, err := c.Alloc(shape.NumElements() * 4)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Free(buf) })
-		v := backend.Contiguous(buf, backend.Float32, shape)
-		for i := range F32(v) {
-			F32(v)[i] = float32((i*7919+seed)%1009)/1009 - 0.5
-		}
-		return v
-	}
+	view := func(seed int, s ...int) backend.View { return testView(t, c, seed, s...) }
 	x, w, y := view(1, 6, 24, 12, 12), view(2, 32, 24, 3, 3), view(3, 6, 32, 12, 12)
 	p := backend.ConvParams{StrideH: 1, StrideW: 1, PadH: 1, PadW: 1, DilationH: 1, DilationW: 1, Groups: 1}
 	run := func(threads int) (fwd, dx, dw []float32) {
@@ -114,4 +92,25 @@ func TestConvThreadCountIndependent(t *testing.T) {
 			}
 		}
 	}
+}
+
+// testView returns a float32 view of the given shape from c, freed when
+// the test ends, filled from seed (all zero for seed 0).
+func testView(t *testing.T, c *Backend, seed int, s ...int) backend.View {
+	t.Helper()
+	shape := backend.Shape(s)
+	buf, err := c.Alloc(shape.NumElements() * 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Free(buf) })
+	v := backend.Contiguous(buf, backend.Float32, shape)
+	data := F32(v)
+	for i := range data {
+		data[i] = 0
+		if seed != 0 {
+			data[i] = float32((i*7919+seed)%1009)/1009 - 0.5
+		}
+	}
+	return v
 }

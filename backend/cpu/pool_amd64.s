@@ -3,16 +3,16 @@
 #include "textflag.h"
 
 // Permutation indices of the even lanes of a pair of vectors, and the
-// column of each even lane (0, 2, …, 30).
-DATA poolEven<>+0(SB)/8, $0x0000000200000000
-DATA poolEven<>+8(SB)/8, $0x0000000600000004
-DATA poolEven<>+16(SB)/8, $0x0000000a00000008
-DATA poolEven<>+24(SB)/8, $0x0000000e0000000c
-DATA poolEven<>+32(SB)/8, $0x0000001200000010
-DATA poolEven<>+40(SB)/8, $0x0000001600000014
-DATA poolEven<>+48(SB)/8, $0x0000001a00000018
-DATA poolEven<>+56(SB)/8, $0x0000001e0000001c
-GLOBL poolEven<>(SB), RODATA|NOPTR, $64
+// column of each even lane (0, 2, …, 30); conv_amd64.s uses them too.
+DATA ·evenLanes+0(SB)/8, $0x0000000200000000
+DATA ·evenLanes+8(SB)/8, $0x0000000600000004
+DATA ·evenLanes+16(SB)/8, $0x0000000a00000008
+DATA ·evenLanes+24(SB)/8, $0x0000000e0000000c
+DATA ·evenLanes+32(SB)/8, $0x0000001200000010
+DATA ·evenLanes+40(SB)/8, $0x0000001600000014
+DATA ·evenLanes+48(SB)/8, $0x0000001a00000018
+DATA ·evenLanes+56(SB)/8, $0x0000001e0000001c
+GLOBL ·evenLanes(SB), RODATA|NOPTR, $64
 
 DATA poolNegInf<>+0(SB)/4, $0xff800000
 GLOBL poolNegInf<>(SB), RODATA|NOPTR, $4
@@ -44,7 +44,7 @@ TEXT ·maxPoolS2AVX512(SB), NOSPLIT, $32-80
 	MOVQ  AX, rows-8(SP)
 	MOVQ  DI, orow-16(SP)
 	MOVQ  DX, irow-24(SP)
-	VMOVDQU32    poolEven<>(SB), Z28
+	VMOVDQU32    ·evenLanes(SB), Z28
 	VBROADCASTSS poolNegInf<>(SB), Z26
 
 row:
