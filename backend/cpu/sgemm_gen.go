@@ -19,12 +19,12 @@
 // The AVX-512 kernels keep a tile of up to 14×32 in 28 zmm accumulators (two
 // vectors per row), load the two vectors of b once per k and broadcast each
 // a(i, k) into a register, so that a step is 2+mr loads for 2·mr FMAs; the
-// k loop is unrolled four times and prefetches b in place (and a in the "k"
-// form) eight steps ahead. The AVX2 kernels do the same with a 6×16 tile in
-// 12 ymm accumulators, for packed b only. With β = 0 the kernels do not read
-// C. The AVX-512 kernels mask the columns of C (and of b in place) beyond
-// the tile's width, bit j of mask for column j; the AVX2 kernels always
-// write 16 columns, and their caller gives them a scratch tile at the edge.
+// k loop is unrolled four times and prefetches b (and a in the "k" form)
+// eight steps ahead. The AVX2 kernels do the same with a 6×16 tile in 12 ymm
+// accumulators, for packed b only. With β = 0 the kernels do not read C. The
+// AVX-512 kernels mask the columns of C (and of b in place) beyond the tile's
+// width, bit j of mask for column j; the AVX2 kernels always write 16
+// columns, and their caller gives them a scratch tile at the edge.
 package main
 
 import (
@@ -207,11 +207,10 @@ func (g *gen) kernel(s isa, k kind, mr int) {
 		if k.a == "k" {
 			g.p("\tPREFETCHT0 (AX)(DX*8)")
 		}
-		// A packed panel of b is read in order, which the hardware
-		// prefetchers follow: software prefetches of it measured 2–4%
-		// slower in convolutions. Rows of b in place are bs apart.
-		if k.b == "s" {
-			for off := 0; off < nrb; off += 64 {
+		for off := 0; off < nrb; off += 64 {
+			if k.b == "p" {
+				g.p("\tPREFETCHT0 %d(BX)", u*nrb+off+8*nrb)
+			} else {
 				g.p("\tPREFETCHT0 %d(BX)(R14*8)", off)
 			}
 		}
