@@ -43,6 +43,16 @@ func rowsAxpy(dst []float32, doff, ldd, dsw int, src []float32, soff, lds, ssw, 
 	case dsw == 2:
 		mode = 2
 	}
+	// Destination rows closer than the vectors' span would make each
+	// row's load wait for the previous row's masked store, which the CPU
+	// does not forward: take every k-th row in k interleaved passes.
+	span := 16 * dsw
+	if k := (span + ldd - 1) / max(1, ldd); rows > 1 && ldd > 0 && k > 1 {
+		for r := range min(k, rows) {
+			rowsAxpyAVX512(dst, doff+r*ldd, k*ldd, src, soff+r*lds, k*lds, (rows-r+k-1)/k, mask, spread(mask), a, mode)
+		}
+		return
+	}
 	rowsAxpyAVX512(dst, doff, ldd, src, soff, lds, rows, mask, spread(mask), a, mode)
 }
 
@@ -111,6 +121,14 @@ func rowsAdd(dst []float32, off, ldd int, src []float32, lds, rows, sw int, mask
 	dmask := mask
 	if sw == 2 {
 		dmask = spread(mask)
+	}
+	// As in rowsAxpy, destination rows closer than the vectors' span go in
+	// interleaved passes.
+	if k := (16*sw + ldd - 1) / max(1, ldd); rows > 1 && ldd > 0 && k > 1 {
+		for r := range min(k, rows) {
+			rowsAddAVX512(dst, off+r*ldd, k*ldd, src[r*lds:], k*lds, (rows-r+k-1)/k, mask, dmask, planes, dstStep, srcStep, sw)
+		}
+		return
 	}
 	rowsAddAVX512(dst, off, ldd, src, lds, rows, mask, dmask, planes, dstStep, srcStep, sw)
 }
