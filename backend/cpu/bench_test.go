@@ -87,6 +87,7 @@ var convBenches = []convBench{
 	{n: 64, c: 512, hw: 4, o: 512, k: 3, stride: 1, pad: 1},
 	// Depthwise.
 	{n: 64, c: 64, hw: 32, o: 64, k: 3, stride: 1, pad: 1, groups: 64},
+	{n: 64, c: 256, hw: 16, o: 256, k: 3, stride: 2, pad: 1, groups: 256},
 }
 
 // runConvBench benchmarks one convolution kernel; run gets the views x, w
