@@ -14,7 +14,7 @@ func rowsAddAVX512(dst []float32, off, ldd int, src []float32, lds, rows int, sm
 func rowsAxpyAVX512(dst []float32, doff, ldd int, src []float32, soff, lds, rows int, mask, wide uint32, a float32, mode int)
 
 //go:noescape
-func rowsDotAVX512(a []float32, aoff, lda int, b []float32, boff, ldb, rows int, mask, wide uint32, bsw int) float32
+func rowsDotAccAVX512(acc *[16]float32, a []float32, aoff, lda int, b []float32, boff, ldb, rows int, mask, wide uint32, bsw int)
 
 // checkRows panics unless the lanes of mask (column stride sw) of rows
 // rows, ld apart from off, lie inside a slice of n elements.
@@ -56,16 +56,16 @@ func rowsAxpy(dst []float32, doff, ldd, dsw int, src []float32, soff, lds, ssw, 
 	rowsAxpyAVX512(dst, doff, ldd, src, soff, lds, rows, mask, spread(mask), a, mode)
 }
 
-// rowsDot returns the sum over rows i < rows and lanes j < 16 of mask of
-// a[aoff+i·lda+j]·b[boff+i·ldb+bsw·j]; bsw is 1 or 2. Only the elements of
-// the lanes of mask are read.
-func rowsDot(a []float32, aoff, lda int, b []float32, boff, ldb, bsw, rows int, mask uint32) float32 {
+// rowsDotAcc adds to acc[j], for each lane j < 16 of mask, the sum over
+// rows i < rows of a[aoff+i·lda+j]·b[boff+i·ldb+bsw·j], in row order; bsw
+// is 1 or 2. Only the elements of the lanes of mask are read.
+func rowsDotAcc(acc *[16]float32, a []float32, aoff, lda int, b []float32, boff, ldb, bsw, rows int, mask uint32) {
 	if rows <= 0 || mask == 0 {
-		return 0
+		return
 	}
 	checkRows(len(a), aoff, lda, 1, rows, mask)
 	checkRows(len(b), boff, ldb, bsw, rows, mask)
-	return rowsDotAVX512(a, aoff, lda, b, boff, ldb, rows, mask, spread(mask), bsw)
+	rowsDotAccAVX512(acc, a, aoff, lda, b, boff, ldb, rows, mask, spread(mask), bsw)
 }
 
 // convRowsVec reports whether the kernel path has the vector row copies of

@@ -1,7 +1,6 @@
 //go:build !purego
 
 #include "textflag.h"
-#include "vecmath_amd64.h"
 
 // Permutation indices of each of the first and the last eight lanes twice
 // (0, 0, 1, 1, …); the even lanes of a pair of vectors are ·evenLanes (in
@@ -257,35 +256,35 @@ done:
 	VZEROUPPER
 	RET
 
-// func rowsDotAVX512(a []float32, aoff, lda int, b []float32, boff, ldb, rows int, mask, wide uint32, bsw int) float32
+// func rowsDotAccAVX512(acc *[16]float32, a []float32, aoff, lda int, b []float32, boff, ldb, rows int, mask, wide uint32, bsw int)
 //
-// Returns the sum over rows i < rows and lanes j of mask of
-// a[aoff + i·lda + j]·b[boff + i·ldb + bsw·j], summed per lane down the
-// rows and then across the lanes in a fixed order; bsw is 1 or 2, and wide
-// is b's mask when it is 2.
-TEXT ·rowsDotAVX512(SB), NOSPLIT, $0-108
-	MOVQ      a_base+0(FP), DI
-	MOVQ      aoff+24(FP), AX
-	MOVQ      lda+32(FP), R8
-	MOVQ      b_base+40(FP), SI
-	MOVQ      boff+64(FP), BX
-	MOVQ      ldb+72(FP), R9
-	MOVQ      rows+80(FP), CX
-	MOVL      mask+88(FP), DX
+// Adds to acc[j], for each lane j of mask, the sum over rows i < rows of
+// a[aoff + i·lda + j]·b[boff + i·ldb + bsw·j], in row order; bsw is 1 or 2,
+// and wide is b's mask when it is 2.
+TEXT ·rowsDotAccAVX512(SB), NOSPLIT, $0-112
+	MOVQ      acc+0(FP), R10
+	MOVQ      a_base+8(FP), DI
+	MOVQ      aoff+32(FP), AX
+	MOVQ      lda+40(FP), R8
+	MOVQ      b_base+48(FP), SI
+	MOVQ      boff+72(FP), BX
+	MOVQ      ldb+80(FP), R9
+	MOVQ      rows+88(FP), CX
+	MOVL      mask+96(FP), DX
 	KMOVW     DX, K1
-	MOVL      wide+92(FP), DX
+	MOVL      wide+100(FP), DX
 	KMOVW     DX, K2
 	SHRL      $16, DX
 	KMOVW     DX, K3
 	VMOVDQU32 ·evenLanes(SB), Z28 // before R15, which a global access may use
-	MOVQ      bsw+96(FP), R15
+	MOVQ      bsw+104(FP), R15
 	LEAQ      (DI)(AX*4), DI
 	LEAQ      (SI)(BX*4), SI
 	SHLQ      $2, R8
 	SHLQ      $2, R9
-	VXORPS    Z0, Z0, Z0
+	VMOVUPS   (R10), Z0
 	TESTQ     CX, CX
-	JLE       sum
+	JLE       store
 	CMPQ      R15, $2
 	JEQ       loop2
 
@@ -297,7 +296,7 @@ loop1:
 	ADDQ        R9, SI
 	DECQ        CX
 	JNZ         loop1
-	JMP         sum
+	JMP         store
 
 loop2:
 	VMOVUPS.Z   (DI), K1, Z1
@@ -310,8 +309,7 @@ loop2:
 	DECQ        CX
 	JNZ         loop2
 
-sum:
-	HSUMPS512
-	MOVSS X0, ret+104(FP)
+store:
+	VMOVUPS Z0, (R10)
 	VZEROUPPER
 	RET

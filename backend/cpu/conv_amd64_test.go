@@ -102,8 +102,18 @@ func TestRowsVec(t *testing.T) {
 				}
 			}
 		}
-		if dot := rowsDot(dst, 0, ldd, src, off, lds, sw, rows, lmask); !near(float64(dot), wantDot) {
-			t.Fatalf("trial %d: rowsDot(rows %d, stride %d, lanes [%d,%d), off %d) = %v, want %v", trial, rows, sw, lo, hi, off, dot, wantDot)
+		var lanes [16]float32
+		for j := range lanes {
+			lanes[j] = float32(j) // rowsDotAcc adds to what is there
+			wantDot += float64(j)
+		}
+		rowsDotAcc(&lanes, dst, 0, ldd, src, off, lds, sw, rows, lmask)
+		var dot float64
+		for _, v := range lanes {
+			dot += float64(v)
+		}
+		if !near(dot, wantDot) {
+			t.Fatalf("trial %d: rowsDotAcc(rows %d, stride %d, lanes [%d,%d), off %d) sums to %v, want %v", trial, rows, sw, lo, hi, off, dot, wantDot)
 		}
 		rowsAxpy(acc, off, lds, sw, dst, 0, ldd, 1, rows, lmask, a)
 		rowsAxpy(out, 0, ldd, 1, src, off, lds, sw, rows, lmask, a)

@@ -48,15 +48,14 @@ func rowsAxpy(dst []float32, doff, ldd, dsw int, src []float32, soff, lds, ssw, 
 	}
 }
 
-// rowsDot is the Go form of the AVX-512 row dot product (see conv_amd64.go).
-func rowsDot(a []float32, aoff, lda int, b []float32, boff, ldb, bsw, rows int, mask uint32) float32 {
-	var sum float32
+// rowsDotAcc is the Go form of the AVX-512 row dot products (see
+// conv_amd64.go).
+func rowsDotAcc(acc *[16]float32, a []float32, aoff, lda int, b []float32, boff, ldb, bsw, rows int, mask uint32) {
 	for i := range rows {
 		for j := range 16 {
 			if mask>>j&1 != 0 {
-				sum += a[aoff+i*lda+j] * b[boff+i*ldb+bsw*j]
+				acc[j] += a[aoff+i*lda+j] * b[boff+i*ldb+bsw*j]
 			}
 		}
 	}
-	return sum
 }

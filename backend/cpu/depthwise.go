@@ -11,7 +11,7 @@ package cpu
 // gradient, summed over the batch in order), so results do not depend on
 // the number of goroutines. On the AVX-512 path, with column stride 1 or 2,
 // a tap's runs over all the rows it reaches go to one vector call
-// (rowsAxpy, rowsDot), 16 columns at a time.
+// (rowsAxpy, rowsDotAcc), 16 columns at a time.
 
 // depthwise reports whether s runs the direct depthwise kernel.
 func (s *convShape) depthwise() bool { return s.cg == 1 && s.groups > 1 }
@@ -145,23 +145,38 @@ func depthwiseBackwardWeight[T float32 | float64](s *convShape, xo, dwo, dyo int
 	HW, P, KK := s.h*s.w, s.positions(), s.kh*s.kw
 	work := 2 * P * KK * s.n
 	parallelFor(s.o, max(1, minParallelFlops/max(1, work)), func(lo, hi int) {
+		if dw32, ok := any(dw).([]float32); ok && convRowsVec(s.sw) {
+			// Per-lane sums of every tap over all the samples, added
+			// across the lanes once at the end.
+			x32, dy32 := any(x).([]float32), any(dy).([]float32)
+			lanes := make([][16]float32, KK)
+			for o := lo; o < hi; o++ {
+				clear(lanes)
+				for n := range s.n {
+					in := x32[xo+(n*s.c+o/s.og)*HW:][:HW]
+					grad := dy32[dyo+(n*s.o+o)*P:][:P]
+					s.dwTaps(func(k, a, b, src, iw0, v0, v1 int) {
+						for j := v0 &^ 15; j < v1; j += 16 {
+							rowsDotAcc(&lanes[k], grad, a*s.ow+j, s.ow, in, src+iw0+j*s.sw, s.sh*s.w, s.sw, b-a, laneMask(v0-j, v1-j))
+						}
+					})
+				}
+				for k := range KK {
+					var sum float32
+					for _, v := range lanes[k] {
+						sum += v
+					}
+					dw32[dwo+o*KK+k] = sum
+				}
+			}
+			return
+		}
 		for o := lo; o < hi; o++ {
 			wk := dw[dwo+o*KK:][:KK]
 			clear(wk)
 			for n := range s.n {
 				in := x[xo+(n*s.c+o/s.og)*HW:][:HW]
 				grad := dy[dyo+(n*s.o+o)*P:][:P]
-				if vec, ok := any(grad).([]float32); ok && convRowsVec(s.sw) {
-					acc, in32 := any(wk).([]float32), any(in).([]float32)
-					s.dwTaps(func(k, a, b, src, iw0, v0, v1 int) {
-						var sum float32
-						for j := v0 &^ 15; j < v1; j += 16 {
-							sum += rowsDot(vec, a*s.ow+j, s.ow, in32, src+iw0+j*s.sw, s.sh*s.w, s.sw, b-a, laneMask(v0-j, v1-j))
-						}
-						acc[k] += sum
-					})
-					continue
-				}
 				for oh := range s.oh {
 					row := grad[oh*s.ow : (oh+1)*s.ow]
 					s.dwRuns(oh, func(k, src, iw0, v0, v1 int) {

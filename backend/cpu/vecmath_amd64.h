@@ -152,17 +152,6 @@ GLOBL tailMask<>(SB), RODATA|NOPTR, $64
 	VUNPCKHPD     X0, X0, X1; \
 	VADDSD        X1, X0, X0
 
-// HSUMPS512 adds the sixteen float32 lanes of Z0 into X0, in a fixed order.
-#define HSUMPS512 \
-	VEXTRACTF32X8 $1, Z0, Y1; \
-	VADDPS        Y1, Y0, Y0; \
-	VEXTRACTF128  $1, Y0, X1; \
-	VADDPS        X1, X0, X0; \
-	VMOVHLPS      X0, X0, X1; \
-	VADDPS        X1, X0, X0; \
-	VMOVSHDUP     X0, X1; \
-	VADDSS        X1, X0, X0
-
 // HSUM256 adds the four float64 lanes of Y0 into X0.
 #define HSUM256 \
 	VEXTRACTF128 $1, Y0, X1; \
