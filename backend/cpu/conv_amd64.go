@@ -11,7 +11,7 @@ func rowsCopyAVX512(dst []float32, ldd int, src []float32, off, lds, rows int, l
 func rowsAddAVX512(dst []float32, off, ldd int, src []float32, lds, rows int, smask, dmask uint32, planes, dstStep, srcStep, sw int)
 
 //go:noescape
-func rowsAxpyAVX512(dst []float32, doff, ldd int, src []float32, soff, lds, rows int, mask, wide uint32, a float32, mode int)
+func rowsAxpyAVX512(dst []float32, doff, ldd int, src []float32, soff, lds, rows int, mask, wide uint32, w []float32, mode, planes, dstStep, srcStep, wStep int)
 
 //go:noescape
 func rowsDotAccAVX512(acc *[16]float32, a []float32, aoff, lda int, b []float32, boff, ldb, rows int, mask, wide uint32, bsw int)
@@ -25,17 +25,20 @@ func checkRows(n, off, ld, sw, rows int, mask uint32) {
 	}
 }
 
-// rowsAxpy adds, for each row i < rows and each lane j < 16 of mask,
-// a·src[soff+i·lds+ssw·j] to dst[doff+i·ldd+dsw·j]; the column strides
-// dsw and ssw are 1 or 2, not both 2. Only the elements of the lanes of
-// mask are touched, so an offset may be negative when the low lanes are
-// not.
-func rowsAxpy(dst []float32, doff, ldd, dsw int, src []float32, soff, lds, ssw, rows int, mask uint32, a float32) {
-	if rows <= 0 || mask == 0 {
+// rowsAxpy adds, for each plane p < planes, row i < rows and lane j < 16
+// of mask, w[p·wStep]·src[soff+p·srcStep+i·lds+ssw·j] to
+// dst[doff+p·dstStep+i·ldd+dsw·j]; the column strides dsw and ssw are 1 or
+// 2, not both 2. Only the elements of the lanes of mask are touched, so an
+// offset may be negative when the low lanes are not.
+func rowsAxpy(dst []float32, doff, ldd, dsw int, src []float32, soff, lds, ssw, rows int, mask uint32, w []float32, wStep, planes, dstStep, srcStep int) {
+	if rows <= 0 || planes <= 0 || mask == 0 {
 		return
 	}
-	checkRows(len(dst), doff, ldd, dsw, rows, mask)
-	checkRows(len(src), soff, lds, ssw, rows, mask)
+	checkRows(len(dst), doff+(planes-1)*dstStep, ldd, dsw, rows, mask)
+	checkRows(len(src), soff+(planes-1)*srcStep, lds, ssw, rows, mask)
+	checkRows(len(dst), doff, ldd, dsw, 1, mask)
+	checkRows(len(src), soff, lds, ssw, 1, mask)
+	_ = w[(planes-1)*wStep]
 	mode := 0
 	switch {
 	case ssw == 2:
@@ -46,14 +49,14 @@ func rowsAxpy(dst []float32, doff, ldd, dsw int, src []float32, soff, lds, ssw, 
 	// Destination rows closer than the vectors' span would make each
 	// row's load wait for the previous row's masked store, which the CPU
 	// does not forward: take every k-th row in k interleaved passes.
-	span := 16 * dsw
-	if k := (span + ldd - 1) / max(1, ldd); rows > 1 && ldd > 0 && k > 1 {
+	if k := (16*dsw + ldd - 1) / max(1, ldd); rows > 1 && ldd > 0 && k > 1 {
 		for r := range min(k, rows) {
-			rowsAxpyAVX512(dst, doff+r*ldd, k*ldd, src, soff+r*lds, k*lds, (rows-r+k-1)/k, mask, spread(mask), a, mode)
+			rowsAxpyAVX512(dst, doff+r*ldd, k*ldd, src, soff+r*lds, k*lds, (rows-r+k-1)/k, mask, spread(mask),
+				w, mode, planes, dstStep, srcStep, wStep)
 		}
 		return
 	}
-	rowsAxpyAVX512(dst, doff, ldd, src, soff, lds, rows, mask, spread(mask), a, mode)
+	rowsAxpyAVX512(dst, doff, ldd, src, soff, lds, rows, mask, spread(mask), w, mode, planes, dstStep, srcStep, wStep)
 }
 
 // rowsDotAcc adds to acc[j], for each lane j < 16 of mask, the sum over

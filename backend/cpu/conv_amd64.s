@@ -174,83 +174,102 @@ done:
 	VZEROUPPER
 	RET
 
-// func rowsAxpyAVX512(dst []float32, doff, ldd int, src []float32, soff, lds, rows int, mask, wide uint32, a float32, mode int)
+// func rowsAxpyAVX512(dst []float32, doff, ldd int, src []float32, soff, lds, rows int, mask, wide uint32, w []float32, mode, planes, dstStep, srcStep, wStep int)
 //
-// For each row i < rows and lane j of mask, adds a·src[soff + i·lds + s·j]
-// to dst[doff + i·ldd + d·j], where (d, s) is (1, 1) for mode 0, (1, 2)
-// for mode 1 and (2, 1) for mode 2; wide is the mask of the side with
-// stride 2.
-TEXT ·rowsAxpyAVX512(SB), NOSPLIT, $0-112
-	MOVQ         dst_base+0(FP), DI
-	MOVQ         doff+24(FP), AX
-	MOVQ         ldd+32(FP), R8
-	MOVQ         src_base+40(FP), SI
-	MOVQ         soff+64(FP), BX
-	MOVQ         lds+72(FP), R9
-	MOVQ         rows+80(FP), CX
-	MOVL         mask+88(FP), DX
-	KMOVW        DX, K1
-	MOVL         wide+92(FP), DX
-	KMOVW        DX, K2
-	SHRL         $16, DX
-	KMOVW        DX, K3
-	VBROADCASTSS a+96(FP), Z5
-	MOVQ         mode+104(FP), R15
-	LEAQ         (DI)(AX*4), DI
-	LEAQ         (SI)(BX*4), SI
-	SHLQ         $2, R8
-	SHLQ         $2, R9
-	TESTQ        CX, CX
-	JLE          done
+// For each plane p < planes, row i < rows and lane j of mask, adds
+// w[p·wStep]·src[soff + p·srcStep + i·lds + s·j] to
+// dst[doff + p·dstStep + i·ldd + d·j], where (d, s) is (1, 1) for mode 0,
+// (1, 2) for mode 1 and (2, 1) for mode 2; wide is the mask of the side
+// with stride 2.
+TEXT ·rowsAxpyAVX512(SB), NOSPLIT, $0-160
+	VMOVDQU32 ·evenLanes(SB), Z28 // before R15, which a global access may use
+	VMOVDQU32 convTwice<>(SB), Z29
+	VMOVDQU32 convTwice<>+64(SB), Z30
+	MOVQ      dst_base+0(FP), DI
+	MOVQ      doff+24(FP), AX
+	MOVQ      ldd+32(FP), R8
+	MOVQ      src_base+40(FP), SI
+	MOVQ      soff+64(FP), BX
+	MOVQ      lds+72(FP), R9
+	MOVQ      rows+80(FP), CX
+	MOVL      mask+88(FP), DX
+	KMOVW     DX, K1
+	MOVL      wide+92(FP), DX
+	KMOVW     DX, K2
+	SHRL      $16, DX
+	KMOVW     DX, K3
+	MOVQ      w_base+96(FP), R12
+	MOVQ      mode+120(FP), R15
+	MOVQ      planes+128(FP), R10
+	MOVQ      dstStep+136(FP), R11
+	MOVQ      srcStep+144(FP), R13
+	MOVQ      wStep+152(FP), R14
+	LEAQ      (DI)(AX*4), DI
+	LEAQ      (SI)(BX*4), SI
+	SHLQ      $2, R8
+	SHLQ      $2, R9
+	SHLQ      $2, R11
+	SHLQ      $2, R13
+	SHLQ      $2, R14
+	TESTQ     CX, CX
+	JLE       done
+	TESTQ     R10, R10
+	JLE       done
+
+plane:
+	VBROADCASTSS (R12), Z5
+	MOVQ         DI, AX
+	MOVQ         SI, BX
+	MOVQ         CX, DX
 	CMPQ         R15, $1
-	JEQ          src2
-	JGT          dst2
+	JEQ          src2loop
+	JGT          dst2loop
 
 loop:
-	VMOVUPS.Z   (DI), K1, Z0
-	VMOVUPS.Z   (SI), K1, Z1
+	VMOVUPS.Z   (AX), K1, Z0
+	VMOVUPS.Z   (BX), K1, Z1
 	VFMADD231PS Z1, Z5, Z0
-	VMOVUPS     Z0, K1, (DI)
-	ADDQ        R9, SI
-	ADDQ        R8, DI
-	DECQ        CX
+	VMOVUPS     Z0, K1, (AX)
+	ADDQ        R9, BX
+	ADDQ        R8, AX
+	DECQ        DX
 	JNZ         loop
-	JMP         done
-
-src2:
-	VMOVDQU32 ·evenLanes(SB), Z28
+	JMP         next
 
 src2loop:
-	VMOVUPS.Z   (SI), K2, Z1
-	VMOVUPS.Z   64(SI), K3, Z2
+	VMOVUPS.Z   (BX), K2, Z1
+	VMOVUPS.Z   64(BX), K3, Z2
 	VPERMT2PS   Z2, Z28, Z1
-	VMOVUPS.Z   (DI), K1, Z0
+	VMOVUPS.Z   (AX), K1, Z0
 	VFMADD231PS Z1, Z5, Z0
-	VMOVUPS     Z0, K1, (DI)
-	ADDQ        R9, SI
-	ADDQ        R8, DI
-	DECQ        CX
+	VMOVUPS     Z0, K1, (AX)
+	ADDQ        R9, BX
+	ADDQ        R8, AX
+	DECQ        DX
 	JNZ         src2loop
-	JMP         done
-
-dst2:
-	VMOVDQU32 convTwice<>(SB), Z28
-	VMOVDQU32 convTwice<>+64(SB), Z29
+	JMP         next
 
 dst2loop:
-	VMOVUPS.Z   (SI), K1, Z2
-	VPERMPS     Z2, Z28, Z3
-	VPERMPS     Z2, Z29, Z4
-	VMOVUPS.Z   (DI), K2, Z0
+	VMOVUPS.Z   (BX), K1, Z2
+	VPERMPS     Z2, Z29, Z3
+	VPERMPS     Z2, Z30, Z4
+	VMOVUPS.Z   (AX), K2, Z0
 	VFMADD231PS Z3, Z5, Z0
-	VMOVUPS     Z0, K2, (DI)
-	VMOVUPS.Z   64(DI), K3, Z1
+	VMOVUPS     Z0, K2, (AX)
+	VMOVUPS.Z   64(AX), K3, Z1
 	VFMADD231PS Z4, Z5, Z1
-	VMOVUPS     Z1, K3, 64(DI)
-	ADDQ        R9, SI
-	ADDQ        R8, DI
-	DECQ        CX
+	VMOVUPS     Z1, K3, 64(AX)
+	ADDQ        R9, BX
+	ADDQ        R8, AX
+	DECQ        DX
 	JNZ         dst2loop
+
+next:
+	ADDQ R11, DI
+	ADDQ R13, SI
+	ADDQ R14, R12
+	DECQ R10
+	JNZ  plane
 
 done:
 	VZEROUPPER

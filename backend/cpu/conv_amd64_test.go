@@ -82,9 +82,9 @@ func TestRowsVec(t *testing.T) {
 					trial, planes, rows, sw, lo, hi, off, i, acc[i], wantAcc[i])
 			}
 		}
-		// The updates a·src + dst, each way round, and the dot product, on
-		// the first plane's blocks.
-		const a = 0.75
+		// The updates w[p]·src + dst over the planes, each way round, and
+		// the dot product on the first plane's blocks.
+		weights := []float32{0.75, -1.5, 0.25}
 		near := func(got, want float64) bool {
 			return got-want <= 1e-5*(1+abs64(want)) && want-got <= 1e-5*(1+abs64(want))
 		}
@@ -93,12 +93,17 @@ func TestRowsVec(t *testing.T) {
 		wantOut := append([]float32(nil), dst...)
 		out := append([]float32(nil), dst...)
 		var wantDot float64
-		for i := range rows {
-			for j := range 16 {
-				if lmask>>j&1 != 0 {
-					wantAcc[off+i*lds+sw*j] += a * dst[i*ldd+j]
-					wantOut[i*ldd+j] += a * src[off+i*lds+sw*j]
-					wantDot += float64(src[off+i*lds+sw*j]) * float64(dst[i*ldd+j])
+		for p := range planes {
+			a := weights[p]
+			for i := range rows {
+				for j := range 16 {
+					if lmask>>j&1 != 0 {
+						wantAcc[off+p*srcStep+i*lds+sw*j] += a * dst[p*dstStep+i*ldd+j]
+						wantOut[p*dstStep+i*ldd+j] += a * src[off+p*srcStep+i*lds+sw*j]
+						if p == 0 {
+							wantDot += float64(src[off+i*lds+sw*j]) * float64(dst[i*ldd+j])
+						}
+					}
 				}
 			}
 		}
@@ -115,8 +120,8 @@ func TestRowsVec(t *testing.T) {
 		if !near(dot, wantDot) {
 			t.Fatalf("trial %d: rowsDotAcc(rows %d, stride %d, lanes [%d,%d), off %d) sums to %v, want %v", trial, rows, sw, lo, hi, off, dot, wantDot)
 		}
-		rowsAxpy(acc, off, lds, sw, dst, 0, ldd, 1, rows, lmask, a)
-		rowsAxpy(out, 0, ldd, 1, src, off, lds, sw, rows, lmask, a)
+		rowsAxpy(acc, off, lds, sw, dst, 0, ldd, 1, rows, lmask, weights, 1, planes, srcStep, dstStep)
+		rowsAxpy(out, 0, ldd, 1, src, off, lds, sw, rows, lmask, weights, 1, planes, dstStep, srcStep)
 		for i := range acc {
 			if !near(float64(acc[i]), float64(wantAcc[i])) {
 				t.Fatalf("trial %d: rowsAxpy to stride %d (rows %d, lanes [%d,%d), off %d): [%d] = %v, want %v", trial, sw, rows, lo, hi, off, i, acc[i], wantAcc[i])

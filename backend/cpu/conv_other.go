@@ -37,12 +37,15 @@ func rowsAdd(dst []float32, off, ldd int, src []float32, lds, rows, sw int, mask
 	}
 }
 
-// rowsAxpy is the Go form of the AVX-512 row update (see conv_amd64.go).
-func rowsAxpy(dst []float32, doff, ldd, dsw int, src []float32, soff, lds, ssw, rows int, mask uint32, a float32) {
-	for i := range rows {
-		for j := range 16 {
-			if mask>>j&1 != 0 {
-				dst[doff+i*ldd+dsw*j] += a * src[soff+i*lds+ssw*j]
+// rowsAxpy is the Go form of the AVX-512 row updates (see conv_amd64.go).
+func rowsAxpy(dst []float32, doff, ldd, dsw int, src []float32, soff, lds, ssw, rows int, mask uint32, w []float32, wStep, planes, dstStep, srcStep int) {
+	for p := range planes {
+		a := w[p*wStep]
+		for i := range rows {
+			for j := range 16 {
+				if mask>>j&1 != 0 {
+					dst[doff+p*dstStep+i*ldd+dsw*j] += a * src[soff+p*srcStep+i*lds+ssw*j]
+				}
 			}
 		}
 	}

@@ -13,6 +13,11 @@ package cpu
 // a tap's runs over all the rows it reaches go to one vector call
 // (rowsAxpy, rowsDotAcc), 16 columns at a time.
 
+// dwPlanes is how many planes of p outputs and hw inputs the vector paths
+// take through a tap at a time: as many as keep them all in the L1 cache
+// (about 24 KiB) while their nine or so taps update them, at least one.
+func dwPlanes(p, hw int) int { return max(1, (24<<10)/4/max(1, p+hw)) }
+
 // depthwise reports whether s runs the direct depthwise kernel.
 func (s *convShape) depthwise() bool { return s.cg == 1 && s.groups > 1 }
 
@@ -59,21 +64,35 @@ func depthwiseForward[T float32 | float64](s *convShape, xo, wo, yo int, x, w, y
 	HW, P, KK := s.h*s.w, s.positions(), s.kh*s.kw
 	work := 2 * P * KK
 	parallelFor(s.n*s.o, max(1, minParallelFlops/max(1, work)), func(lo, hi int) {
+		if y32, ok := any(y).([]float32); ok && convRowsVec(s.sw) {
+			// A tap's rows for a run of output planes of one sample (whose
+			// input planes are evenly spaced) in one call; see dwPlanes.
+			x32, w32 := any(x).([]float32), any(w).([]float32)
+			step := 1
+			if s.og == 1 {
+				step = dwPlanes(P, HW)
+			}
+			for u0 := lo; u0 < hi; {
+				n, o0 := u0/s.o, u0%s.o
+				u1 := min(hi, (n+1)*s.o, u0+step)
+				clear(y32[yo+u0*P : yo+u1*P])
+				xp := xo + (n*s.c+o0/s.og)*HW
+				s.dwTaps(func(k, a, b, src, iw0, v0, v1 int) {
+					for j := v0 &^ 15; j < v1; j += 16 {
+						rowsAxpy(y32, yo+u0*P+a*s.ow+j, s.ow, 1, x32, xp+src+iw0+j*s.sw, s.sh*s.w, s.sw, b-a,
+							laneMask(v0-j, v1-j), w32[wo+o0*KK+k:], KK, u1-u0, P, HW)
+					}
+				})
+				u0 = u1
+			}
+			return
+		}
 		for u := lo; u < hi; u++ {
 			n, o := u/s.o, u%s.o
 			in := x[xo+(n*s.c+o/s.og)*HW:][:HW]
 			wk := w[wo+o*KK:][:KK]
 			out := y[yo+u*P:][:P]
 			clear(out)
-			if vec, ok := any(out).([]float32); ok && convRowsVec(s.sw) {
-				in32, w32 := any(in).([]float32), any(wk).([]float32)
-				s.dwTaps(func(k, a, b, src, iw0, v0, v1 int) {
-					for j := v0 &^ 15; j < v1; j += 16 {
-						rowsAxpy(vec, a*s.ow+j, s.ow, 1, in32, src+iw0+j*s.sw, s.sh*s.w, s.sw, b-a, laneMask(v0-j, v1-j), w32[k])
-					}
-				})
-				continue
-			}
 			for oh := range s.oh {
 				row := out[oh*s.ow : (oh+1)*s.ow]
 				s.dwRuns(oh, func(k, src, iw0, v0, v1 int) {
@@ -101,6 +120,27 @@ func depthwiseBackwardData[T float32 | float64](s *convShape, dxo, wo, dyo int, 
 	HW, P, KK := s.h*s.w, s.positions(), s.kh*s.kw
 	work := 2 * P * KK * s.og
 	parallelFor(s.n*s.c, max(1, minParallelFlops/max(1, work)), func(lo, hi int) {
+		if dx32, ok := any(dx).([]float32); ok && convRowsVec(s.sw) {
+			// A tap's rows for a run of input planes of one sample in one
+			// call, one output of each group at a time; see dwPlanes.
+			dy32, w32 := any(dy).([]float32), any(w).([]float32)
+			for u0 := lo; u0 < hi; {
+				n, g0 := u0/s.c, u0%s.c
+				u1 := min(hi, (n+1)*s.c, u0+dwPlanes(P, HW))
+				clear(dx32[dxo+u0*HW : dxo+u1*HW])
+				for oc := range s.og {
+					o0 := g0*s.og + oc
+					s.dwTaps(func(k, a, b, src, iw0, v0, v1 int) {
+						for j := v0 &^ 15; j < v1; j += 16 {
+							rowsAxpy(dx32, dxo+u0*HW+src+iw0+j*s.sw, s.sh*s.w, s.sw, dy32, dyo+(n*s.o+o0)*P+a*s.ow+j, s.ow, 1, b-a,
+								laneMask(v0-j, v1-j), w32[wo+o0*KK+k:], s.og*KK, u1-u0, HW, s.og*P)
+						}
+					})
+				}
+				u0 = u1
+			}
+			return
+		}
 		for u := lo; u < hi; u++ {
 			n, g := u/s.c, u%s.c
 			in := dx[dxo+u*HW:][:HW]
@@ -109,15 +149,6 @@ func depthwiseBackwardData[T float32 | float64](s *convShape, dxo, wo, dyo int, 
 				o := g*s.og + oc
 				wk := w[wo+o*KK:][:KK]
 				grad := dy[dyo+(n*s.o+o)*P:][:P]
-				if vec, ok := any(in).([]float32); ok && convRowsVec(s.sw) {
-					g32, w32 := any(grad).([]float32), any(wk).([]float32)
-					s.dwTaps(func(k, a, b, src, iw0, v0, v1 int) {
-						for j := v0 &^ 15; j < v1; j += 16 {
-							rowsAxpy(vec, src+iw0+j*s.sw, s.sh*s.w, s.sw, g32, a*s.ow+j, s.ow, 1, b-a, laneMask(v0-j, v1-j), w32[k])
-						}
-					})
-					continue
-				}
 				for oh := range s.oh {
 					row := grad[oh*s.ow : (oh+1)*s.ow]
 					s.dwRuns(oh, func(k, src, iw0, v0, v1 int) {
