@@ -14,7 +14,7 @@ func rowsAddAVX512(dst []float32, off, ldd int, src []float32, lds, rows int, sm
 func rowsAxpyAVX512(dst []float32, doff, ldd int, src []float32, soff, lds, rows int, mask, wide uint32, w []float32, mode, planes, dstStep, srcStep, wStep int)
 
 //go:noescape
-func rowsDotAccAVX512(acc *[16]float32, a []float32, aoff, lda int, b []float32, boff, ldb, rows int, mask, wide uint32, bsw int)
+func rowsDotAccAVX512(acc []float32, a []float32, aoff, lda int, b []float32, boff, ldb, rows int, mask, wide uint32, bsw, planes, accStep, aStep, bStep int)
 
 // checkRows panics unless the lanes of mask (column stride sw) of rows
 // rows, ld apart from off, lie inside a slice of n elements.
@@ -59,16 +59,20 @@ func rowsAxpy(dst []float32, doff, ldd, dsw int, src []float32, soff, lds, ssw, 
 	rowsAxpyAVX512(dst, doff, ldd, src, soff, lds, rows, mask, spread(mask), w, mode, planes, dstStep, srcStep, wStep)
 }
 
-// rowsDotAcc adds to acc[j], for each lane j < 16 of mask, the sum over
-// rows i < rows of a[aoff+i·lda+j]·b[boff+i·ldb+bsw·j], in row order; bsw
+// rowsDotAcc adds to acc[p·accStep+j], for each plane p < planes and lane
+// j < 16 of mask, the sum over rows i < rows of
+// a[aoff+p·aStep+i·lda+j]·b[boff+p·bStep+i·ldb+bsw·j], in row order; bsw
 // is 1 or 2. Only the elements of the lanes of mask are read.
-func rowsDotAcc(acc *[16]float32, a []float32, aoff, lda int, b []float32, boff, ldb, bsw, rows int, mask uint32) {
-	if rows <= 0 || mask == 0 {
+func rowsDotAcc(acc []float32, a []float32, aoff, lda int, b []float32, boff, ldb, bsw, rows int, mask uint32, planes, accStep, aStep, bStep int) {
+	if rows <= 0 || planes <= 0 || mask == 0 {
 		return
 	}
-	checkRows(len(a), aoff, lda, 1, rows, mask)
-	checkRows(len(b), boff, ldb, bsw, rows, mask)
-	rowsDotAccAVX512(acc, a, aoff, lda, b, boff, ldb, rows, mask, spread(mask), bsw)
+	_ = acc[(planes-1)*accStep+15]
+	checkRows(len(a), aoff, lda, 1, 1, mask)
+	checkRows(len(b), boff, ldb, bsw, 1, mask)
+	checkRows(len(a), aoff+(planes-1)*aStep, lda, 1, rows, mask)
+	checkRows(len(b), boff+(planes-1)*bStep, ldb, bsw, rows, mask)
+	rowsDotAccAVX512(acc, a, aoff, lda, b, boff, ldb, rows, mask, spread(mask), bsw, planes, accStep, aStep, bStep)
 }
 
 // convRowsVec reports whether the kernel path has the vector row copies of

@@ -275,60 +275,82 @@ done:
 	VZEROUPPER
 	RET
 
-// func rowsDotAccAVX512(acc *[16]float32, a []float32, aoff, lda int, b []float32, boff, ldb, rows int, mask, wide uint32, bsw int)
+// func rowsDotAccAVX512(acc []float32, a []float32, aoff, lda int, b []float32, boff, ldb, rows int, mask, wide uint32, bsw, planes, accStep, aStep, bStep int)
 //
-// Adds to acc[j], for each lane j of mask, the sum over rows i < rows of
-// a[aoff + i·lda + j]·b[boff + i·ldb + bsw·j], in row order; bsw is 1 or 2,
-// and wide is b's mask when it is 2.
-TEXT ·rowsDotAccAVX512(SB), NOSPLIT, $0-112
-	MOVQ      acc+0(FP), R10
-	MOVQ      a_base+8(FP), DI
-	MOVQ      aoff+32(FP), AX
-	MOVQ      lda+40(FP), R8
-	MOVQ      b_base+48(FP), SI
-	MOVQ      boff+72(FP), BX
-	MOVQ      ldb+80(FP), R9
-	MOVQ      rows+88(FP), CX
-	MOVL      mask+96(FP), DX
+// For each plane p < planes, adds to acc[p·accStep + j], for each lane j of
+// mask, the sum over rows i < rows of
+// a[aoff + p·aStep + i·lda + j]·b[boff + p·bStep + i·ldb + bsw·j], in row
+// order; bsw is 1 or 2, and wide is b's mask when it is 2.
+TEXT ·rowsDotAccAVX512(SB), NOSPLIT, $0-160
+	VMOVDQU32 ·evenLanes(SB), Z28 // before R15, which a global access may use
+	MOVQ      acc_base+0(FP), R10
+	MOVQ      a_base+24(FP), DI
+	MOVQ      aoff+48(FP), AX
+	MOVQ      lda+56(FP), R8
+	MOVQ      b_base+64(FP), SI
+	MOVQ      boff+88(FP), BX
+	MOVQ      ldb+96(FP), R9
+	MOVQ      rows+104(FP), CX
+	MOVL      mask+112(FP), DX
 	KMOVW     DX, K1
-	MOVL      wide+100(FP), DX
+	MOVL      wide+116(FP), DX
 	KMOVW     DX, K2
 	SHRL      $16, DX
 	KMOVW     DX, K3
-	VMOVDQU32 ·evenLanes(SB), Z28 // before R15, which a global access may use
-	MOVQ      bsw+104(FP), R15
+	MOVQ      bsw+120(FP), R15
+	MOVQ      planes+128(FP), R11
+	MOVQ      accStep+136(FP), R12
+	MOVQ      aStep+144(FP), R13
+	MOVQ      bStep+152(FP), R14
 	LEAQ      (DI)(AX*4), DI
 	LEAQ      (SI)(BX*4), SI
 	SHLQ      $2, R8
 	SHLQ      $2, R9
-	VMOVUPS   (R10), Z0
+	SHLQ      $2, R12
+	SHLQ      $2, R13
+	SHLQ      $2, R14
 	TESTQ     CX, CX
-	JLE       store
-	CMPQ      R15, $2
-	JEQ       loop2
+	JLE       done
+	TESTQ     R11, R11
+	JLE       done
+
+plane:
+	VMOVUPS (R10), Z0
+	MOVQ    DI, AX
+	MOVQ    SI, BX
+	MOVQ    CX, DX
+	CMPQ    R15, $2
+	JEQ     loop2
 
 loop1:
-	VMOVUPS.Z   (DI), K1, Z1
-	VMOVUPS.Z   (SI), K1, Z2
+	VMOVUPS.Z   (AX), K1, Z1
+	VMOVUPS.Z   (BX), K1, Z2
 	VFMADD231PS Z2, Z1, Z0
-	ADDQ        R8, DI
-	ADDQ        R9, SI
-	DECQ        CX
+	ADDQ        R8, AX
+	ADDQ        R9, BX
+	DECQ        DX
 	JNZ         loop1
-	JMP         store
+	JMP         next
 
 loop2:
-	VMOVUPS.Z   (DI), K1, Z1
-	VMOVUPS.Z   (SI), K2, Z2
-	VMOVUPS.Z   64(SI), K3, Z3
+	VMOVUPS.Z   (AX), K1, Z1
+	VMOVUPS.Z   (BX), K2, Z2
+	VMOVUPS.Z   64(BX), K3, Z3
 	VPERMT2PS   Z3, Z28, Z2
 	VFMADD231PS Z2, Z1, Z0
-	ADDQ        R8, DI
-	ADDQ        R9, SI
-	DECQ        CX
+	ADDQ        R8, AX
+	ADDQ        R9, BX
+	DECQ        DX
 	JNZ         loop2
 
-store:
+next:
 	VMOVUPS Z0, (R10)
+	ADDQ    R12, R10
+	ADDQ    R13, DI
+	ADDQ    R14, SI
+	DECQ    R11
+	JNZ     plane
+
+done:
 	VZEROUPPER
 	RET

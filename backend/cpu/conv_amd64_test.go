@@ -112,7 +112,7 @@ func TestRowsVec(t *testing.T) {
 			lanes[j] = float32(j) // rowsDotAcc adds to what is there
 			wantDot += float64(j)
 		}
-		rowsDotAcc(&lanes, dst, 0, ldd, src, off, lds, sw, rows, lmask)
+		rowsDotAcc(lanes[:], dst, 0, ldd, src, off, lds, sw, rows, lmask, 1, 0, 0, 0)
 		var dot float64
 		for _, v := range lanes {
 			dot += float64(v)

@@ -53,11 +53,13 @@ func rowsAxpy(dst []float32, doff, ldd, dsw int, src []float32, soff, lds, ssw, 
 
 // rowsDotAcc is the Go form of the AVX-512 row dot products (see
 // conv_amd64.go).
-func rowsDotAcc(acc *[16]float32, a []float32, aoff, lda int, b []float32, boff, ldb, bsw, rows int, mask uint32) {
-	for i := range rows {
-		for j := range 16 {
-			if mask>>j&1 != 0 {
-				acc[j] += a[aoff+i*lda+j] * b[boff+i*ldb+bsw*j]
+func rowsDotAcc(acc []float32, a []float32, aoff, lda int, b []float32, boff, ldb, bsw, rows int, mask uint32, planes, accStep, aStep, bStep int) {
+	for p := range planes {
+		for i := range rows {
+			for j := range 16 {
+				if mask>>j&1 != 0 {
+					acc[p*accStep+j] += a[aoff+p*aStep+i*lda+j] * b[boff+p*bStep+i*ldb+bsw*j]
+				}
 			}
 		}
 	}

@@ -178,26 +178,35 @@ func depthwiseBackwardWeight[T float32 | float64](s *convShape, xo, dwo, dyo int
 	parallelFor(s.o, max(1, minParallelFlops/max(1, work)), func(lo, hi int) {
 		if dw32, ok := any(dw).([]float32); ok && convRowsVec(s.sw) {
 			// Per-lane sums of every tap over all the samples, added
-			// across the lanes once at the end.
+			// across the lanes once at the end; a tap's rows for a run of
+			// planes in one call (see dwPlanes).
 			x32, dy32 := any(x).([]float32), any(dy).([]float32)
-			lanes := make([][16]float32, KK)
-			for o := lo; o < hi; o++ {
+			step := 1
+			if s.og == 1 {
+				step = dwPlanes(P, HW)
+			}
+			lanes := make([]float32, step*KK*16)
+			for o0 := lo; o0 < hi; o0 += step {
+				o1 := min(hi, o0+step)
 				clear(lanes)
 				for n := range s.n {
-					in := x32[xo+(n*s.c+o/s.og)*HW:][:HW]
-					grad := dy32[dyo+(n*s.o+o)*P:][:P]
+					xp := xo + (n*s.c+o0/s.og)*HW
+					dp := dyo + (n*s.o+o0)*P
 					s.dwTaps(func(k, a, b, src, iw0, v0, v1 int) {
 						for j := v0 &^ 15; j < v1; j += 16 {
-							rowsDotAcc(&lanes[k], grad, a*s.ow+j, s.ow, in, src+iw0+j*s.sw, s.sh*s.w, s.sw, b-a, laneMask(v0-j, v1-j))
+							rowsDotAcc(lanes[k*16:], dy32, dp+a*s.ow+j, s.ow, x32, xp+src+iw0+j*s.sw, s.sh*s.w, s.sw, b-a,
+								laneMask(v0-j, v1-j), o1-o0, KK*16, P, HW)
 						}
 					})
 				}
-				for k := range KK {
-					var sum float32
-					for _, v := range lanes[k] {
-						sum += v
+				for o := o0; o < o1; o++ {
+					for k := range KK {
+						var sum float32
+						for _, v := range lanes[((o-o0)*KK+k)*16:][:16] {
+							sum += v
+						}
+						dw32[dwo+o*KK+k] = sum
 					}
-					dw32[dwo+o*KK+k] = sum
 				}
 			}
 			return
