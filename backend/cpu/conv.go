@@ -76,9 +76,12 @@ type convBlock struct{ n0, ns, p0, np int }
 
 // plan cuts the columns into blocks of about t columns, t between 64 and
 // 256 such that the R×t im2col matrix takes at most 1 MiB.
-func (s *convShape) plan() convPlan {
+func (s *convShape) plan() convPlan { return s.planAtLeast(0) }
+
+// planAtLeast is plan with t at least least.
+func (s *convShape) planAtLeast(least int) convPlan {
 	P := s.positions()
-	t := min(256, max(64, (1<<18)/max(1, s.taps())))
+	t := max(least, min(256, max(64, (1<<18)/max(1, s.taps()))))
 	if P >= t || s.n == 1 {
 		rows := min(s.oh, max(1, t/s.ow))
 		per := (s.oh + rows - 1) / rows
@@ -409,7 +412,14 @@ func convBackwardWeight[T float32 | float64](s *convShape, xo, dwo, dyo int, x, 
 		clear(out)
 		return
 	}
-	pl := s.plan()
+	// A task reads and writes its rows of dwᵀ (R/tasks × O/groups) once per
+	// block: with many output channels that outweighs a larger im2col
+	// block, so the blocks are then as wide as the limit allows.
+	least := 0
+	if s.og >= 256 {
+		least = 256
+	}
+	pl := s.planAtLeast(least)
 	chunks := min(s.cg, runtime.GOMAXPROCS(0))
 	cb := (s.cg + chunks - 1) / chunks
 	chunks = (s.cg + cb - 1) / cb
