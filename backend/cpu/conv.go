@@ -108,52 +108,23 @@ func (s *convShape) block(pl convPlan, u int) convBlock {
 func (b convBlock) cols() int { return b.ns * b.np }
 
 func convGeometry(kernel string, x, w, y backend.View, p backend.ConvParams) (convShape, error) {
-	var s convShape
-	fail := func(format string, args ...any) (convShape, error) {
-		return s, fmt.Errorf("cpu: %s: x%v, w%v, y%v, %+v: %s", kernel, x.Shape, w.Shape, y.Shape, p, fmt.Sprintf(format, args...))
-	}
-	dt := x.DType
-	if dt != backend.Float32 && dt != backend.Float64 {
-		return fail("dtype %v, want float32 or float64", dt)
-	}
-	if w.DType != dt || y.DType != dt {
-		return fail("dtypes %v, %v and %v differ", x.DType, w.DType, y.DType)
-	}
-	if len(x.Shape) != 4 || len(w.Shape) != 4 || len(y.Shape) != 4 {
-		return fail("operands must be 4-D")
+	g, err := backend.CheckConv2d(x, w, y, p)
+	if err != nil {
+		return convShape{}, fmt.Errorf("cpu: %s: %w", kernel, err)
 	}
 	for i, v := range []backend.View{x, w, y} {
 		if !v.IsContiguous() || !fits(v) {
-			return fail("operand %d is not a contiguous view inside its buffer", i)
+			return convShape{}, fmt.Errorf("cpu: %s: x%v, w%v, y%v, %+v: operand %d is not a contiguous view inside its buffer",
+				kernel, x.Shape, w.Shape, y.Shape, p, i)
 		}
 	}
-	if p.StrideH < 1 || p.StrideW < 1 || p.DilationH < 1 || p.DilationW < 1 || p.PadH < 0 || p.PadW < 0 || p.Groups < 1 {
-		return fail("strides, dilations and groups must be ≥ 1 and padding ≥ 0")
-	}
-	s = convShape{
-		n: x.Shape[0], c: x.Shape[1], h: x.Shape[2], w: x.Shape[3],
-		o: w.Shape[0], kh: w.Shape[2], kw: w.Shape[3],
+	return convShape{
+		n: g.N, c: g.C, h: g.H, w: g.W,
+		o: g.O, kh: g.KH, kw: g.KW,
+		oh: g.OH, ow: g.OW,
 		sh: p.StrideH, sw: p.StrideW, ph: p.PadH, pw: p.PadW, dh: p.DilationH, dw: p.DilationW,
-		groups: p.Groups,
-	}
-	if s.c%s.groups != 0 || s.o%s.groups != 0 {
-		return fail("groups %d do not divide %d input and %d output channels", s.groups, s.c, s.o)
-	}
-	s.cg, s.og = s.c/s.groups, s.o/s.groups
-	if w.Shape[1] != s.cg {
-		return fail("weight has %d input channels per group, want %d", w.Shape[1], s.cg)
-	}
-	if s.kh < 1 || s.kw < 1 {
-		return fail("empty kernel")
-	}
-	s.oh, s.ow = p.OutputSize(s.h, s.w, s.kh, s.kw)
-	if s.oh < 1 || s.ow < 1 || s.h+2*s.ph < s.dh*(s.kh-1)+1 || s.w+2*s.pw < s.dw*(s.kw-1)+1 {
-		return fail("the dilated kernel does not fit the padded input")
-	}
-	if want := (backend.Shape{s.n, s.o, s.oh, s.ow}); !y.Shape.Equal(want) {
-		return fail("output shape must be %v", want)
-	}
-	return s, nil
+		groups: g.Groups, cg: g.CG, og: g.OG,
+	}, nil
 }
 
 // Conv2d implements backend.Backend.

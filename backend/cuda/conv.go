@@ -22,51 +22,20 @@ func (g convGeom) window() poolGeom {
 }
 
 func (b *Backend) convGeometry(kernel string, x, w, y backend.View, p backend.ConvParams) (convGeom, error) {
-	var g convGeom
-	fail := func(format string, args ...any) (convGeom, error) {
-		return g, fmt.Errorf("cuda: %s: x%v, w%v, y%v, %+v: %s", kernel, x.Shape, w.Shape, y.Shape, p, fmt.Sprintf(format, args...))
-	}
-	dt := x.DType
-	if dt != backend.Float32 && dt != backend.Float64 {
-		return fail("dtype %v, want float32 or float64", dt)
-	}
-	if w.DType != dt || y.DType != dt {
-		return fail("dtypes %v, %v and %v differ", x.DType, w.DType, y.DType)
-	}
-	if len(x.Shape) != 4 || len(w.Shape) != 4 || len(y.Shape) != 4 {
-		return fail("operands must be 4-D")
+	g, err := backend.CheckConv2d(x, w, y, p)
+	if err != nil {
+		return convGeom{}, fmt.Errorf("cuda: %s: %w", kernel, err)
 	}
 	for i, v := range []backend.View{x, w, y} {
 		if err := b.checkView(kernel, fmt.Sprintf("operand %d", i), v); err != nil {
-			return g, err
+			return convGeom{}, err
 		}
 		if !v.IsContiguous() {
-			return fail("operand %d is not contiguous", i)
+			return convGeom{}, fmt.Errorf("cuda: %s: x%v, w%v, y%v, %+v: operand %d is not contiguous", kernel, x.Shape, w.Shape, y.Shape, p, i)
 		}
 	}
-	if p.StrideH < 1 || p.StrideW < 1 || p.DilationH < 1 || p.DilationW < 1 || p.PadH < 0 || p.PadW < 0 || p.Groups < 1 {
-		return fail("strides, dilations and groups must be ≥ 1 and padding ≥ 0")
-	}
-	g = convGeom{n: x.Shape[0], c: x.Shape[1], h: x.Shape[2], w: x.Shape[3], o: w.Shape[0], kh: w.Shape[2], kw: w.Shape[3],
-		groups: p.Groups, p: p}
-	if g.c%g.groups != 0 || g.o%g.groups != 0 {
-		return fail("groups %d do not divide %d input and %d output channels", g.groups, g.c, g.o)
-	}
-	g.cg, g.og = g.c/g.groups, g.o/g.groups
-	if w.Shape[1] != g.cg {
-		return fail("weight has %d input channels per group, want %d", w.Shape[1], g.cg)
-	}
-	if g.kh < 1 || g.kw < 1 {
-		return fail("empty kernel")
-	}
-	g.oh, g.ow = p.OutputSize(g.h, g.w, g.kh, g.kw)
-	if g.oh < 1 || g.ow < 1 || g.h+2*g.p.PadH < g.p.DilationH*(g.kh-1)+1 || g.w+2*g.p.PadW < g.p.DilationW*(g.kw-1)+1 {
-		return fail("the dilated kernel does not fit the padded input")
-	}
-	if want := (backend.Shape{g.n, g.o, g.oh, g.ow}); !y.Shape.Equal(want) {
-		return fail("output shape must be %v", want)
-	}
-	return g, nil
+	return convGeom{n: g.N, c: g.C, h: g.H, w: g.W, o: g.O, kh: g.KH, kw: g.KW, oh: g.OH, ow: g.OW,
+		groups: g.Groups, cg: g.CG, og: g.OG, p: p}, nil
 }
 
 func (b *Backend) useDNN() bool { return b.dnn != nil && !b.Options().NoCUDNN }
