@@ -429,34 +429,9 @@ func convBackwardWeight[T float32 | float64](s *convShape, xo, dwo, dyo int, x, 
 }
 
 // transpose writes the transpose of the rows×cols matrix src (row stride
-// lds) into dst (row stride ldd).
+// lds) into dst (row stride ldd), with the kernel path in use.
 func transpose[T float32 | float64](dst []T, ldd int, src []T, lds, rows, cols int) {
-	if rows == 0 || cols == 0 {
-		return
-	}
-	_, _ = dst[(cols-1)*ldd+rows-1], src[(rows-1)*lds+cols-1]
-	if arch := sgemmActive.Load(); arch != nil && arch.transpose != nil {
-		if d, ok := any(dst).([]float32); ok {
-			sf := any(src).([]float32)
-			for r := 0; r < rows; r += 16 {
-				for c := 0; c < cols; c += 16 {
-					arch.transpose(&d[c*ldd+r], ldd, &sf[r*lds+c], lds, min(16, rows-r), min(16, cols-c))
-				}
-			}
-			return
-		}
-	}
-	const tile = 32
-	for r0 := 0; r0 < rows; r0 += tile {
-		for c0 := 0; c0 < cols; c0 += tile {
-			for r := r0; r < min(rows, r0+tile); r++ {
-				row := src[r*lds : r*lds+cols]
-				for c := c0; c < min(cols, c0+tile); c++ {
-					dst[c*ldd+r] = row[c]
-				}
-			}
-		}
-	}
+	transposeWith(sgemmActive.Load(), dst, ldd, src, lds, rows, cols)
 }
 
 // im2col writes the column matrix of nc channels (x holds their planes from

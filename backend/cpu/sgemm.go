@@ -378,19 +378,36 @@ func (p *sgemmProduct) transposeInto(dst []float32, ldd int, src []float32, lds,
 			clear(dst[c*ldd+rows : (c+1)*ldd])
 		}
 	}
-	if t := p.arch.transpose; t != nil {
+	transposeWith(p.arch, dst, ldd, src, lds, rows, cols)
+}
+
+// transposeWith writes the transpose of the rows×cols matrix src (row
+// stride lds) into dst (row stride ldd): with the AVX-512 transposer of
+// arch, 16×16 blocks at a time, where arch has one and T is float32, else
+// in 32×32 tiles of Go loops.
+func transposeWith[T float32 | float64](arch *sgemmArch, dst []T, ldd int, src []T, lds, rows, cols int) {
+	if rows == 0 || cols == 0 {
+		return
+	}
+	_, _ = dst[(cols-1)*ldd+rows-1], src[(rows-1)*lds+cols-1]
+	if d, ok := any(dst).([]float32); ok && arch != nil && arch.transpose != nil {
+		sf := any(src).([]float32)
 		for r := 0; r < rows; r += 16 {
 			for c := 0; c < cols; c += 16 {
-				t(&dst[c*ldd+r], ldd, &src[r*lds+c], lds, min(16, rows-r), min(16, cols-c))
+				arch.transpose(&d[c*ldd+r], ldd, &sf[r*lds+c], lds, min(16, rows-r), min(16, cols-c))
 			}
 		}
 		return
 	}
-	for r := range rows {
-		row := src[r*lds : r*lds+cols]
-		d := dst[r:]
-		for c, v := range row {
-			d[c*ldd] = v
+	const tile = 32
+	for r0 := 0; r0 < rows; r0 += tile {
+		for c0 := 0; c0 < cols; c0 += tile {
+			for r := r0; r < min(rows, r0+tile); r++ {
+				row := src[r*lds : r*lds+cols]
+				for c := c0; c < min(cols, c0+tile); c++ {
+					dst[c*ldd+r] = row[c]
+				}
+			}
 		}
 	}
 }
