@@ -481,17 +481,11 @@ func layerNormArgs(kernel string, x backend.View, normSize int) (rows int, err e
 	if err := denseArg(kernel, "x", x, x.DType, nil); err != nil {
 		return 0, err
 	}
-	if normSize <= 0 {
-		return 0, fmt.Errorf("%s: normSize %d must be positive", kernel, normSize)
+	rows, err = backend.NormGroups(x.Shape, normSize)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", kernel, err)
 	}
-	acc := 1
-	for i := len(x.Shape) - 1; i >= 0 && acc < normSize; i-- {
-		acc *= x.Shape[i]
-	}
-	if acc != normSize {
-		return 0, fmt.Errorf("%s: normSize %d is not the size of trailing axes of shape %v", kernel, normSize, x.Shape)
-	}
-	return x.NumElements() / normSize, nil
+	return rows, nil
 }
 
 func layerNormRows[T float32 | float64](y, mean, rstd, x, w, b []T, rows, d int, eps float64) {

@@ -189,17 +189,11 @@ func (b *Backend) layerNormArgs(kernel string, x backend.View, normSize int) (ro
 	if err := b.checkDense(kernel, "x", x, x.DType, nil); err != nil {
 		return 0, err
 	}
-	if normSize <= 0 {
-		return 0, fmt.Errorf("cuda: %s: normSize %d must be positive", kernel, normSize)
+	rows, err = backend.NormGroups(x.Shape, normSize)
+	if err != nil {
+		return 0, fmt.Errorf("cuda: %s: %w", kernel, err)
 	}
-	acc := 1
-	for i := len(x.Shape) - 1; i >= 0 && acc < normSize; i-- {
-		acc *= x.Shape[i]
-	}
-	if acc != normSize {
-		return 0, fmt.Errorf("cuda: %s: normSize %d is not the size of trailing axes of shape %v", kernel, normSize, x.Shape)
-	}
-	return x.NumElements() / normSize, nil
+	return rows, nil
 }
 
 // LayerNorm implements backend.Backend: one block per group, mean and
