@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -205,8 +204,7 @@ func runBenchAllReduce(args []string, stdout, stderr io.Writer) int {
 		Flock: []string{exe, "bench", benchWorker}, Peer: o.peer, Timeout: o.timeout, Stderr: stderr,
 	}
 	if o.peer == bench.ImplGloo {
-		if _, err := os.Stat(o.script); err != nil {
-			fmt.Fprintf(stderr, "flock bench allreduce: peer script: %v (run from the repository root or give --peer-script)\n", err)
+		if !peerScript("allreduce", o.script, stderr) {
 			return exitFailure
 		}
 		cfg.PeerCommand = []string{o.python, o.script}
@@ -216,46 +214,26 @@ func runBenchAllReduce(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	start := time.Now().UTC()
 	machine := allReduceMachine(args, start, cfg)
-	enc := json.NewEncoder(stdout)
-	if o.json {
-		_ = enc.Encode(machine)
-	}
+	rep := newBenchReport("allreduce", o.json, stdout, stderr)
+	rep.machine(machine)
 	emit := func(m bench.AllReduceMeasurement) {
-		if o.json {
-			_ = enc.Encode(m)
-			return
-		}
-		tag := ""
-		if m.WarmupPair {
-			tag = " (warm-up)"
-		}
-		fmt.Fprintf(stdout, "round %d%s  %-5s %d ranks %7s  %9.3f ms  algbw %6.3f GB/s  busbw %6.3f GB/s\n",
-			m.Pair, tag, m.Impl, m.NProc, bench.FormatSize(m.Bytes), m.MedianS*1e3, m.AlgBW, m.BusBW)
+		rep.measurement(m, m.Pair, m.WarmupPair, "%-5s %d ranks %7s  %9.3f ms  algbw %6.3f GB/s  busbw %6.3f GB/s",
+			m.Impl, m.NProc, bench.FormatSize(m.Bytes), m.MedianS*1e3, m.AlgBW, m.BusBW)
 	}
 	ms, err := bench.RunAllReduce(ctx, cfg, emit)
 	if err != nil {
-		fmt.Fprintf(stderr, "flock bench allreduce: %v\n", err)
-		if ctx.Err() != nil {
-			return exitInterrupted
-		}
-		return exitFailure
+		return rep.fail(ctx, err)
 	}
 	sums := bench.SummarizeAllReduce(ms, o.peer)
-	if o.json {
-		for _, s := range sums {
-			_ = enc.Encode(summaryRecord(s, o.peer))
-		}
-	} else {
-		fmt.Fprintln(stdout)
-		if err := bench.WriteAllReduceTable(stdout, sums, o.peer); err != nil {
-			fmt.Fprintf(stderr, "flock bench allreduce: %v\n", err)
-			return exitFailure
-		}
+	err = summaries(rep, sums, func(s bench.AllReduceSummary) any { return summaryRecord(s, o.peer) }, func(w io.Writer) error {
+		return bench.WriteAllReduceTable(w, sums, o.peer)
+	})
+	if err != nil {
+		return rep.fail(nil, err)
 	}
 	if o.out != "" {
 		if err := writeAllReduceResults(o.out, machine, ms, sums, o.peer, cfg, start); err != nil {
-			fmt.Fprintf(stderr, "flock bench allreduce: %v\n", err)
-			return exitFailure
+			return rep.fail(nil, err)
 		}
 	}
 	return exitOK

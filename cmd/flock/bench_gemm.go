@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -93,8 +92,7 @@ func runBenchGemm(args []string, stdout, stderr io.Writer) int {
 	cfg := bench.GemmConfig{Sizes: sizes, Threads: threads, Rounds: o.rounds, MinTime: o.minTime,
 		Peer: o.peer, Timeout: o.timeout, Stderr: stderr}
 	if o.peer != "" {
-		if _, err := os.Stat(o.script); err != nil {
-			fmt.Fprintf(stderr, "flock bench gemm: peer script: %v (run from the repository root or give --peer-script)\n", err)
+		if !peerScript("gemm", o.script, stderr) {
 			return exitFailure
 		}
 		cfg.PeerCommand = []string{o.python, o.script}
@@ -122,47 +120,30 @@ func runBenchGemm(args []string, stdout, stderr io.Writer) int {
 		machine["peer"] = o.peer
 		machine["peer_command"] = strings.Join(cfg.PeerCommand, " ")
 	}
-	enc := json.NewEncoder(stdout)
-	if o.json {
-		_ = enc.Encode(machine)
-	}
+	rep := newBenchReport("gemm", o.json, stdout, stderr)
+	rep.machine(machine)
 	emit := func(m bench.GemmMeasurement) {
-		if o.json {
-			_ = enc.Encode(m)
-			return
-		}
-		tag := ""
-		if m.Warmup {
-			tag = " (warm-up)"
-		}
-		fmt.Fprintf(stdout, "round %d%s  %-5s %-16v %d threads  %10.3f ms  %7.1f GFLOP/s\n",
-			m.Round, tag, m.Impl, m.Size(), m.Threads, m.MedianS*1e3, m.GFLOPS)
+		rep.measurement(m, m.Round, m.Warmup, "%-5s %-16v %d threads  %10.3f ms  %7.1f GFLOP/s",
+			m.Impl, m.Size(), m.Threads, m.MedianS*1e3, m.GFLOPS)
 	}
 	ms, err := bench.RunGemm(ctx, cfg, emit)
 	if err != nil {
-		fmt.Fprintf(stderr, "flock bench gemm: %v\n", err)
-		if ctx.Err() != nil {
-			return exitInterrupted
-		}
-		return exitFailure
+		return rep.fail(ctx, err)
 	}
 	sums := bench.SummarizeGemm(ms, o.peer)
-	if o.json {
-		for _, s := range sums {
-			_ = enc.Encode(gemmSummaryRecord(s, o.peer))
+	err = summaries(rep, sums, func(s bench.GemmSummary) any { return gemmSummaryRecord(s, o.peer) }, func(w io.Writer) error {
+		if err := bench.WriteGemmTable(w, sums, o.peer); err != nil {
+			return err
 		}
-	} else {
-		fmt.Fprintln(stdout)
-		if err := bench.WriteGemmTable(stdout, sums, o.peer); err != nil {
-			fmt.Fprintf(stderr, "flock bench gemm: %v\n", err)
-			return exitFailure
-		}
-		fmt.Fprintf(stdout, "\nPeak (independent FMAs, %s): %s\n", cpu.KernelPath(), formatPeaks(threads, peaks))
+		_, err := fmt.Fprintf(w, "\nPeak (independent FMAs, %s): %s\n", cpu.KernelPath(), formatPeaks(threads, peaks))
+		return err
+	})
+	if err != nil {
+		return rep.fail(nil, err)
 	}
 	if o.out != "" {
 		if err := writeGemmResults(o.out, machine, ms, sums, o.peer, threads, peaks, start); err != nil {
-			fmt.Fprintf(stderr, "flock bench gemm: %v\n", err)
-			return exitFailure
+			return rep.fail(nil, err)
 		}
 	}
 	return exitOK

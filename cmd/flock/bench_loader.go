@@ -122,13 +122,8 @@ func runBenchLoader(args []string, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	fail := func(err error) int {
-		fmt.Fprintf(stderr, "flock bench loader: %v\n", err)
-		if ctx.Err() != nil {
-			return exitInterrupted
-		}
-		return exitFailure
-	}
+	rep := newBenchReport("loader", o.json, stdout, stderr)
+	fail := func(err error) int { return rep.fail(ctx, err) }
 	if o.synthetic > 0 {
 		dir, err := os.MkdirTemp("", "flock-bench-loader-")
 		if err != nil {
@@ -171,8 +166,8 @@ func runBenchLoader(args []string, stdout, stderr io.Writer) int {
 		Flock: append([]string{exe, "bench", "loader", "--single"}, common...),
 	}
 	if o.peer == bench.ImplTorch {
-		if _, err := os.Stat(o.script); err != nil {
-			return fail(fmt.Errorf("peer script: %v (run from the repository root or give --peer-script)", err))
+		if !peerScript("loader", o.script, stderr) {
+			return exitFailure
 		}
 		cmp.PeerCommand = append([]string{o.python, o.script}, common...)
 		cmp.PeerEnv = []string{"OMP_NUM_THREADS=1"}
@@ -185,36 +180,21 @@ func runBenchLoader(args []string, stdout, stderr io.Writer) int {
 	if o.peer != "" {
 		machine["peer"], machine["peer_command"] = o.peer, strings.Join(cmp.PeerCommand, " ")
 	}
-	enc := json.NewEncoder(stdout)
-	if o.json {
-		_ = enc.Encode(machine)
-	}
+	rep.machine(machine)
 	emit := func(r bench.LoaderResult) {
-		if o.json {
-			_ = enc.Encode(r)
-			return
-		}
-		tag := ""
-		if r.WarmupPair {
-			tag = " (warm-up)"
-		}
-		fmt.Fprintf(stdout, "round %d%s  %-5s %d workers  %7.0f img/s per worker  %7.0f img/CPU-s  first batch %6.1f ms  p50 %6.1f ms  p99 %6.1f ms\n",
-			r.Pair, tag, r.Impl, r.Workers, r.PerWorker, r.PerCPUSecond, 1e3*r.FirstBatchS, 1e3*r.P50S, 1e3*r.P99S)
+		rep.measurement(r, r.Pair, r.WarmupPair, "%-5s %d workers  %7.0f img/s per worker  %7.0f img/CPU-s  first batch %6.1f ms  p50 %6.1f ms  p99 %6.1f ms",
+			r.Impl, r.Workers, r.PerWorker, r.PerCPUSecond, 1e3*r.FirstBatchS, 1e3*r.P50S, 1e3*r.P99S)
 	}
 	results, err := bench.RunLoaderComparison(ctx, cmp, emit)
 	if err != nil {
 		return fail(err)
 	}
 	sums := bench.SummarizeLoader(results, o.peer)
-	if o.json {
-		for _, s := range sums {
-			_ = enc.Encode(loaderSummaryRecord(s, o.peer))
-		}
-	} else {
-		fmt.Fprintln(stdout)
-		if err := bench.WriteLoaderTable(stdout, sums, o.peer); err != nil {
-			return fail(err)
-		}
+	err = summaries(rep, sums, func(s bench.LoaderSummary) any { return loaderSummaryRecord(s, o.peer) }, func(w io.Writer) error {
+		return bench.WriteLoaderTable(w, sums, o.peer)
+	})
+	if err != nil {
+		return fail(err)
 	}
 	if o.out != "" {
 		if err := writeLoaderResults(o.out, machine, results, sums, o.peer, start); err != nil {

@@ -94,16 +94,13 @@ func runBenchModel(args []string, stdout, stderr io.Writer) int {
 	if o.peer != "" && o.peer != "torch" {
 		return benchUsage(stderr, "model", "unknown peer %q (peers: torch)", o.peer)
 	}
-	if o.peer != "" {
-		if _, err := os.Stat(o.script); err != nil {
-			fmt.Fprintf(stderr, "flock bench model: peer script: %v (run from the repository root or give --peer-script)\n", err)
-			return exitFailure
-		}
+	if o.peer != "" && !peerScript("model", o.script, stderr) {
+		return exitFailure
 	}
+	rep := newBenchReport("model", o.json, stdout, stderr)
 	exe, err := os.Executable()
 	if err != nil {
-		fmt.Fprintf(stderr, "flock bench model: %v\n", err)
-		return exitFailure
+		return rep.fail(nil, err)
 	}
 	peak, peakHow := o.peak, "given by --peak-gflops"
 	if peak == 0 {
@@ -115,10 +112,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) int {
 	machine := machineRecord("model", args, start, map[string]any{
 		"peak_gflops": peak, "peak_estimate": peakHow,
 	})
-	enc := json.NewEncoder(stdout)
-	if o.json {
-		_ = enc.Encode(machine)
-	}
+	rep.machine(machine)
 	common := []string{"--batch", strconv.Itoa(o.batch), "--image", strconv.Itoa(o.image), "--channels", strconv.Itoa(o.channels),
 		"--classes", strconv.Itoa(o.classes), "--warmup", strconv.Itoa(o.warmup), "--steps", strconv.Itoa(o.steps)}
 	var records []modelRecord
@@ -136,11 +130,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) int {
 				}
 				r, err := runModelMeasurement(ctx, argv, o.timeout, stderr)
 				if err != nil {
-					fmt.Fprintf(stderr, "flock bench model: %s %s: %v\n", impl, name, err)
-					if ctx.Err() != nil {
-						return exitInterrupted
-					}
-					return exitFailure
+					return rep.fail(ctx, fmt.Errorf("%s %s: %w", impl, name, err))
 				}
 				r.Impl, r.Round, r.Warmup = impl, round, round == 0
 				if impl == "torch" {
@@ -154,31 +144,18 @@ func runBenchModel(args []string, stdout, stderr io.Writer) int {
 					r.PeakFraction = r.GFLOPS / peak
 				}
 				records = append(records, r)
-				if o.json {
-					_ = enc.Encode(r)
-				} else {
-					tag := ""
-					if r.Warmup {
-						tag = " (warm-up)"
-					}
-					fmt.Fprintf(stdout, "round %d%s  %-5s %-14s %8.1f img/s  step %8.2f ms\n", round, tag, impl, name, r.ImagesPerSec, r.StepMs)
-				}
+				rep.measurement(r, round, r.Warmup, "%-5s %-14s %8.1f img/s  step %8.2f ms", impl, name, r.ImagesPerSec, r.StepMs)
 			}
 		}
 	}
 	sums := summarizeModels(records, names, o.peer)
-	if o.json {
-		for _, s := range sums {
-			_ = enc.Encode(s)
-		}
-	} else {
-		fmt.Fprintln(stdout)
-		writeModelTable(stdout, sums, o.peer, peak, peakHow)
-	}
+	_ = summaries(rep, sums, func(s modelSummary) any { return s }, func(w io.Writer) error {
+		writeModelTable(w, sums, o.peer, peak, peakHow)
+		return nil
+	})
 	if o.out != "" {
 		if err := writeModelResults(o.out, machine, records, sums, o.peer, peak, peakHow, start); err != nil {
-			fmt.Fprintf(stderr, "flock bench model: %v\n", err)
-			return exitFailure
+			return rep.fail(nil, err)
 		}
 	}
 	return exitOK
