@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -291,123 +288,26 @@ func TestSHMFallback(t *testing.T) {
 }
 
 // TestSHMKilledProcess runs rank 1 in a child process (this test binary)
-// that talks over shared memory, and kills it during an all-reduce loop.
+// that talks over shared memory, and kills it during an all-reduce loop;
+// neither process may leave region files while running.
 func TestSHMKilledProcess(t *testing.T) {
-	if os.Getenv("FLOCK_SHM_CHILD") != "" {
-		shmChild()
-		return
+	if os.Getenv(killedChildEnv) == "" {
+		needSHM(t)
 	}
-	if testing.Short() {
-		t.Skip("spawns a process")
-	}
-	needSHM(t)
-	lns, addrs := tcpListeners(t, 2)
-	lns[1].Close()
-	ln1, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addrs[1] = ln1.Addr().String()
-	f, err := ln1.(*net.TCPListener).File()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln1.Close()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestSHMKilledProcess$")
-	cmd.Env = append(os.Environ(), "FLOCK_SHM_CHILD=1", "FLOCK_SHM_ADDRS="+strings.Join(addrs, ","))
-	cmd.ExtraFiles = []*os.File{f}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	defer cmd.Wait()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c, err := dist.DialTCP(ctx, dist.TCPConfig{Rank: 0, Size: 2, Addrs: addrs, Listener: lns[0], Token: tcpTestToken, Timeout: 5 * time.Second})
-	if err != nil {
-		cmd.Process.Kill()
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if !dist.SHMActive(c) {
-		cmd.Process.Kill()
-		t.Fatal("collectives not on shared memory")
-	}
-	x := tensor.Zeros(tensor.Shape{4 << 20})
-	defer x.Release()
-	for range 3 {
-		if err := c.AllReduce(ctx, x, dist.Sum); err != nil {
-			cmd.Process.Kill()
-			t.Fatal(err)
+	killedProcess(t, "TestSHMKilledProcess", false, func(c dist.Comm, child int) {
+		for _, pid := range []int{os.Getpid(), child} {
+			if f := shmFiles(t, pid); len(f) > 0 {
+				t.Errorf("files of process %d left while running: %v", pid, f)
+			}
 		}
-	}
-	for _, pid := range []int{os.Getpid(), cmd.Process.Pid} {
-		if f := shmFiles(t, pid); len(f) > 0 {
-			t.Errorf("files of process %d left while running: %v", pid, f)
-		}
-	}
-	killed := time.Now()
-	cmd.Process.Kill()
-	for {
-		err := c.AllReduce(ctx, x, dist.Sum)
-		if err == nil {
-			continue
-		}
-		var oe *dist.OpError
-		if !errors.As(err, &oe) || oe.Rank != 1 {
-			t.Fatalf("got %v, want an OpError naming rank 1", err)
-		}
-		if d := time.Since(killed); d > 3*time.Second {
-			t.Errorf("failure took %v to surface", d)
-		}
-		return
-	}
-}
-
-func shmChild() {
-	addrs := strings.Split(os.Getenv("FLOCK_SHM_ADDRS"), ",")
-	ln, err := net.FileListener(os.NewFile(3, "listener"))
-	if err != nil {
-		os.Exit(3)
-	}
-	c, err := dist.DialTCP(context.Background(), dist.TCPConfig{Rank: 1, Size: 2, Addrs: addrs, Listener: ln, Token: tcpTestToken, Timeout: 5 * time.Second})
-	if err != nil || !dist.SHMActive(c) {
-		os.Exit(4)
-	}
-	x := tensor.Zeros(tensor.Shape{4 << 20})
-	for {
-		if err := c.AllReduce(context.Background(), x, dist.Sum); err != nil {
-			os.Exit(5)
-		}
-	}
+	})
 }
 
 // TestSHMSteadyStateAllocs checks that repeated shared-memory all-reduces
 // of a fixed tensor allocate nothing.
 func TestSHMSteadyStateAllocs(t *testing.T) {
 	needSHM(t)
-	comms := shmComms(t, 2, 0, 5*time.Second)
-	xs := []*tensor.Tensor{tensor.Zeros(tensor.Shape{1 << 20}), tensor.Zeros(tensor.Shape{1 << 20})}
-	defer xs[0].Release()
-	defer xs[1].Release()
-	start, stop := make(chan struct{}), make(chan error)
-	go func() {
-		for range start {
-			stop <- comms[1].AllReduce(context.Background(), xs[1], dist.Sum)
-		}
-	}()
-	defer close(start)
-	run := func() {
-		start <- struct{}{}
-		if err := comms[0].AllReduce(context.Background(), xs[0], dist.Sum); err != nil {
-			t.Fatal(err)
-		}
-		if err := <-stop; err != nil {
-			t.Fatal(err)
-		}
-	}
-	run()
-	if a := testing.AllocsPerRun(10, run); a > 0 {
+	if a := allocsPerAllReduce(t, shmComms(t, 2, 0, 5*time.Second)); a > 0 {
 		t.Errorf("%v allocations per all-reduce", a)
 	}
 }

@@ -329,8 +329,23 @@ func TestTCPPeerHangs(t *testing.T) {
 // TestTCPKilledProcess runs rank 1 in a child process (this test binary)
 // and kills it during an all-reduce loop.
 func TestTCPKilledProcess(t *testing.T) {
-	if os.Getenv("FLOCK_TCP_CHILD") != "" {
-		tcpChild()
+	killedProcess(t, "TestTCPKilledProcess", true, nil)
+}
+
+// killedChildEnv, when set, makes a killed-process test run as its child;
+// its value is the addresses of the two ranks, comma-separated.
+const killedChildEnv = "FLOCK_KILLED_CHILD_ADDRS"
+
+// killedProcess runs rank 1 of a 2-rank job in a child process (this test
+// binary, running only the test name) that all-reduces until it is killed,
+// kills it after three all-reduces of rank 0, and checks that rank 0 fails
+// within 3 s with an OpError naming rank 1. check, if not nil, runs on
+// rank 0's communicator and the child's pid after the three all-reduces.
+// noSHM keeps the collectives on TCP; otherwise both ranks must be on
+// shared memory.
+func killedProcess(t *testing.T, name string, noSHM bool, check func(c dist.Comm, child int)) {
+	if addrs := os.Getenv(killedChildEnv); addrs != "" {
+		killedChild(strings.Split(addrs, ","), noSHM)
 		return
 	}
 	if testing.Short() {
@@ -348,8 +363,8 @@ func TestTCPKilledProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	ln1.Close()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestTCPKilledProcess$")
-	cmd.Env = append(os.Environ(), "FLOCK_TCP_CHILD=1", "FLOCK_TCP_ADDRS="+strings.Join(addrs, ","))
+	cmd := exec.Command(os.Args[0], "-test.run=^"+name+"$")
+	cmd.Env = append(os.Environ(), killedChildEnv+"="+strings.Join(addrs, ","))
 	cmd.ExtraFiles = []*os.File{f}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -358,12 +373,16 @@ func TestTCPKilledProcess(t *testing.T) {
 	defer cmd.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := dist.DialTCP(ctx, dist.TCPConfig{Rank: 0, Size: 2, Addrs: addrs, Listener: lns[0], Token: tcpTestToken, Timeout: 5 * time.Second, NoSharedMemory: true})
+	c, err := dist.DialTCP(ctx, dist.TCPConfig{Rank: 0, Size: 2, Addrs: addrs, Listener: lns[0], Token: tcpTestToken, Timeout: 5 * time.Second, NoSharedMemory: noSHM})
 	if err != nil {
 		cmd.Process.Kill()
 		t.Fatal(err)
 	}
 	defer c.Close()
+	if !noSHM && !dist.SHMActive(c) {
+		cmd.Process.Kill()
+		t.Fatal("collectives not on shared memory")
+	}
 	x := tensor.Zeros(tensor.Shape{4 << 20})
 	defer x.Release()
 	for range 3 {
@@ -371,6 +390,9 @@ func TestTCPKilledProcess(t *testing.T) {
 			cmd.Process.Kill()
 			t.Fatal(err)
 		}
+	}
+	if check != nil {
+		check(c, cmd.Process.Pid)
 	}
 	killed := time.Now()
 	cmd.Process.Kill()
@@ -390,14 +412,15 @@ func TestTCPKilledProcess(t *testing.T) {
 	}
 }
 
-func tcpChild() {
-	addrs := strings.Split(os.Getenv("FLOCK_TCP_ADDRS"), ",")
+// killedChild is the child of killedProcess: rank 1, listening on the file
+// descriptor 3 it inherits, all-reducing until it is killed.
+func killedChild(addrs []string, noSHM bool) {
 	ln, err := net.FileListener(os.NewFile(3, "listener"))
 	if err != nil {
 		os.Exit(3)
 	}
-	c, err := dist.DialTCP(context.Background(), dist.TCPConfig{Rank: 1, Size: 2, Addrs: addrs, Listener: ln, Token: tcpTestToken, Timeout: 5 * time.Second, NoSharedMemory: true})
-	if err != nil {
+	c, err := dist.DialTCP(context.Background(), dist.TCPConfig{Rank: 1, Size: 2, Addrs: addrs, Listener: ln, Token: tcpTestToken, Timeout: 5 * time.Second, NoSharedMemory: noSHM})
+	if err != nil || (!noSHM && !dist.SHMActive(c)) {
 		os.Exit(4)
 	}
 	x := tensor.Zeros(tensor.Shape{4 << 20})
@@ -411,7 +434,17 @@ func tcpChild() {
 // TestTCPSteadyStateAllocs checks that repeated all-reduces of a fixed
 // tensor allocate nothing per message.
 func TestTCPSteadyStateAllocs(t *testing.T) {
-	comms := tcpFactory(t, 2)
+	// Both ranks run in this process, so the count covers both; 1 MiB of
+	// float32 is 8 segments per rank and phase.
+	if a := allocsPerAllReduce(t, tcpFactory(t, 2)); a > 4 {
+		t.Errorf("%v allocations per all-reduce", a)
+	}
+}
+
+// allocsPerAllReduce returns the allocations of an all-reduce of 1 Mi
+// float32 over the two ranks of comms, both run by this process.
+func allocsPerAllReduce(t *testing.T, comms []dist.Comm) float64 {
+	t.Helper()
 	xs := []*tensor.Tensor{tensor.Zeros(tensor.Shape{1 << 20}), tensor.Zeros(tensor.Shape{1 << 20})}
 	defer xs[0].Release()
 	defer xs[1].Release()
@@ -432,11 +465,7 @@ func TestTCPSteadyStateAllocs(t *testing.T) {
 		}
 	}
 	run()
-	// Both ranks run in this process, so the count covers both; 1 MiB of
-	// float32 is 8 segments per rank and phase.
-	if a := testing.AllocsPerRun(10, run); a > 4 {
-		t.Errorf("%v allocations per all-reduce", a)
-	}
+	return testing.AllocsPerRun(10, run)
 }
 
 func TestTCPConfigErrors(t *testing.T) {
