@@ -36,8 +36,9 @@ import (
 // runs instead as the forward pass of the transposed convolution (dy
 // convolved with the flipped kernel), which needs no col2im.
 //
-// With column stride 1 or 2, im2col and col2im move each tap's rows of a
-// block with masked vector copies (rowsCopy, rowsAdd) on the AVX-512 path.
+// im2col and col2im move each tap's rows of a block with the row routines
+// (conv_rows.go): masked vector copies on the AVX-512 path for column
+// stride 1 or 2, Go loops otherwise.
 
 // convShape is a validated convolution.
 type convShape struct {
@@ -434,62 +435,6 @@ func transpose[T float32 | float64](dst []T, ldd int, src []T, lds, rows, cols i
 	transposeWith(sgemmActive.Load(), dst, ldd, src, lds, rows, cols)
 }
 
-// im2col writes the column matrix of nc channels (x holds their planes from
-// its first element) for output positions [p0, p0+np) into col, a row-major
-// matrix of nc·KH·KW rows with row stride ld.
-func im2col[T float32 | float64](s *convShape, nc int, x []T, p0, np int, col []T, ld int) {
-	if xf, ok := any(x).([]float32); ok && convRowsVec(s.sw) {
-		im2colRows(s, nc, xf, p0, np, any(col).([]float32), ld)
-		return
-	}
-	convWalk(s, nc, p0, np, ld, func(c, row, src, ow0, ow1, valid0, valid1, iw0 int) {
-		dst := col[row : row+ow1-ow0]
-		if src < 0 {
-			clear(dst)
-			return
-		}
-		clear(dst[:valid0-ow0])
-		clear(dst[valid1-ow0:])
-		in := x[c*s.h*s.w+src:]
-		j := valid0 - ow0
-		if s.sw == 1 {
-			copy(dst[j:valid1-ow0], in[iw0+valid0:])
-			return
-		}
-		for ow := valid0; ow < valid1; ow++ {
-			dst[j] = in[iw0+ow*s.sw]
-			j++
-		}
-	})
-}
-
-// col2im adds a column matrix (nc·KH·KW rows of np positions from p0, row
-// stride ld) back into the nc input planes starting at dx.
-func col2im[T float32 | float64](s *convShape, nc int, col []T, p0, np, ld int, dx []T) {
-	if df, ok := any(dx).([]float32); ok && convRowsVec(s.sw) {
-		col2imRows(s, nc, any(col).([]float32), p0, np, ld, df)
-		return
-	}
-	convWalk(s, nc, p0, np, ld, func(c, row, src, ow0, ow1, valid0, valid1, iw0 int) {
-		if src < 0 {
-			return
-		}
-		in := dx[c*s.h*s.w+src:]
-		j := row + valid0 - ow0
-		if s.sw == 1 {
-			seg := in[iw0+valid0 : iw0+valid1]
-			for i, v := range col[j : j+len(seg)] {
-				seg[i] += v
-			}
-			return
-		}
-		for ow := valid0; ow < valid1; ow++ {
-			in[iw0+ow*s.sw] += col[j]
-			j++
-		}
-	})
-}
-
 // tapRows returns, for tap row kh and the nrows output rows from oh0, the
 // output rows [a, b) whose input row oh·sh − ph + kh·dh lies in the plane.
 func (s *convShape) tapRows(kh, oh0, nrows int) (a, b int) {
@@ -531,10 +476,12 @@ func laneMask(lo, hi int) uint32 {
 	return (uint32(1)<<hi - 1) &^ (uint32(1)<<lo - 1)
 }
 
-// im2colRows is im2col for column stride 1 or 2 and whole output rows (p0
-// and np multiples of OW). Each tap's rows, for all nc channels at once,
-// go to one rowsCopy per 16 output columns.
-func im2colRows(s *convShape, nc int, x []float32, p0, np int, col []float32, ld int) {
+// im2col writes the column matrix of nc channels (x holds their planes from
+// its first element) for output positions [p0, p0+np), whole output rows,
+// into col, a row-major matrix of nc·KH·KW rows with row stride ld. Each
+// tap's rows, for all nc channels at once, go to one copyRows per 16
+// output columns.
+func im2col[T float32 | float64](s *convShape, nc int, x []T, p0, np int, col []T, ld int) {
 	OW, HW, KK := s.ow, s.h*s.w, s.kh*s.kw
 	oh0, nrows := p0/OW, np/OW
 	for kh := range s.kh {
@@ -554,17 +501,18 @@ func im2colRows(s *convShape, nc int, x []float32, p0, np int, col []float32, ld
 			}
 			iw0, v0, v1 := s.tapCols(kw)
 			for j := 0; j < OW; j += 16 {
-				rowsCopy(col[r*ld+(a-oh0)*OW+j:], OW, x, ih*s.w+iw0+j*s.sw, s.sh*s.w, b-a, s.sw,
+				copyRows(col[r*ld+(a-oh0)*OW+j:], OW, x, ih*s.w+iw0+j*s.sw, s.sh*s.w, b-a, s.sw,
 					laneMask(v0-j, v1-j), laneMask(0, OW-j), nc, KK*ld, HW)
 			}
 		}
 	}
 }
 
-// col2imRows is col2im for column stride 1 or 2 and whole output rows,
-// adding each tap's rows, for all nc channels at once, with one rowsAdd
-// per 16 output columns.
-func col2imRows(s *convShape, nc int, col []float32, p0, np, ld int, dx []float32) {
+// col2im adds a column matrix (nc·KH·KW rows of np positions from p0, whole
+// output rows, row stride ld) back into the nc input planes starting at dx,
+// each tap's rows for all nc channels at once, with one addRows per 16
+// output columns.
+func col2im[T float32 | float64](s *convShape, nc int, col []T, p0, np, ld int, dx []T) {
 	OW, HW, KK := s.ow, s.h*s.w, s.kh*s.kw
 	oh0, nrows := p0/OW, np/OW
 	for kh := range s.kh {
@@ -577,49 +525,8 @@ func col2imRows(s *convShape, nc int, col []float32, p0, np, ld int, dx []float3
 			r := kh*s.kw + kw
 			iw0, v0, v1 := s.tapCols(kw)
 			for j := v0 &^ 15; j < v1; j += 16 {
-				rowsAdd(dx, ih*s.w+iw0+j*s.sw, s.sh*s.w, col[r*ld+(a-oh0)*OW+j:], OW, b-a, s.sw,
+				addRows(dx, ih*s.w+iw0+j*s.sw, s.sh*s.w, col[r*ld+(a-oh0)*OW+j:], OW, b-a, s.sw,
 					laneMask(v0-j, v1-j), nc, HW, KK*ld)
-			}
-		}
-	}
-}
-
-// convWalk visits, for channels [0, nc) and every tap (kh, kw), each run of
-// output positions in [p0, p0+np) that share an output row oh. fn gets the
-// channel, the run's start in the column matrix (row, with row stride ld),
-// the element offset of input row ih within its plane (src, −1 when ih is
-// in the padding), the run's output columns [ow0, ow1), the sub-range
-// [valid0, valid1) whose input columns iw = iw0 + ow·sw lie inside the
-// plane, and iw0 = kw·dw − pw.
-func convWalk(s *convShape, nc, p0, np, ld int, fn func(c, row, src, ow0, ow1, valid0, valid1, iw0 int)) {
-	for c := range nc {
-		for kh := range s.kh {
-			for kw := range s.kw {
-				r := ((c*s.kh)+kh)*s.kw + kw
-				iw0 := kw*s.dw - s.pw
-				// ow with 0 ≤ iw0 + ow·sw < W.
-				lo := 0
-				if iw0 < 0 {
-					lo = (-iw0 + s.sw - 1) / s.sw
-				}
-				hi := 0
-				if s.w-iw0 > 0 {
-					hi = (s.w - iw0 + s.sw - 1) / s.sw
-				}
-				lo, hi = min(lo, s.ow), min(hi, s.ow)
-				for p := p0; p < p0+np; {
-					oh, ow0 := p/s.ow, p%s.ow
-					ow1 := min(s.ow, ow0+p0+np-p)
-					ih := oh*s.sh - s.ph + kh*s.dh
-					src := -1
-					if ih >= 0 && ih < s.h {
-						src = ih * s.w
-					}
-					v0 := min(max(lo, ow0), ow1)
-					v1 := max(min(hi, ow1), v0)
-					fn(c, r*ld+p-p0, src, ow0, ow1, v0, v1, iw0)
-					p += ow1 - ow0
-				}
 			}
 		}
 	}

@@ -75,8 +75,8 @@ func rowsDotAcc(acc []float32, a []float32, aoff, lda int, b []float32, boff, ld
 	rowsDotAccAVX512(acc, a, aoff, lda, b, boff, ldb, rows, mask, spread(mask), bsw, planes, accStep, aStep, bStep)
 }
 
-// convRowsVec reports whether the kernel path has the vector row copies of
-// im2colRows and col2imRows for column stride sw: AVX-512, stride 1 or 2.
+// convRowsVec reports whether the kernel path runs the row routines
+// (conv_rows.go) in assembly for column stride sw: AVX-512, stride 1 or 2.
 func convRowsVec(sw int) bool { return (sw == 1 || sw == 2) && activeVec() == vecAVX512 }
 
 // spread moves bit j of m to bit 2j, for j < 16.

@@ -1,5 +1,3 @@
-//go:build !purego
-
 package cpu
 
 import (
@@ -7,14 +5,31 @@ import (
 	"testing"
 )
 
-// TestRowsVec checks the AVX-512 row copies, additions, updates and dot
-// products, for column strides 1 and 2, against their definitions for every mask shape:
-// prefixes, suffixes, runs and single lanes, negative offsets whose low
-// lanes are masked off, and row strides shorter and longer than a vector.
-func TestRowsVec(t *testing.T) {
-	if !convRowsVec(1) {
-		t.Skip("the kernel path has no AVX-512 row copies")
+// rowsImpl is one implementation of the row routines, as float32.
+type rowsImpl struct {
+	name string
+	copy func(dst []float32, ldd int, src []float32, off, lds, rows, sw int, lmask, smask uint32, planes, dstStep, srcStep int)
+	add  func(dst []float32, off, ldd int, src []float32, lds, rows, sw int, mask uint32, planes, dstStep, srcStep int)
+	axpy func(dst []float32, doff, ldd, dsw int, src []float32, soff, lds, ssw, rows int, mask uint32, w []float32, wStep, planes, dstStep, srcStep int)
+	dot  func(acc []float32, a []float32, aoff, lda int, b []float32, boff, ldb, bsw, rows int, mask uint32, planes, accStep, aStep, bStep int)
+}
+
+// TestRows checks the row routines' Go loops, and on the AVX-512 path their
+// assembly, for column strides 1 and 2, against their definitions for every
+// run of lanes: prefixes, suffixes, inner runs and single lanes, negative
+// offsets whose low lanes are masked off, row strides shorter and longer
+// than a vector, and several planes.
+func TestRows(t *testing.T) {
+	impls := []rowsImpl{{"go", copyRowsGo[float32], addRowsGo[float32], axpyRowsGo[float32], dotRowsGo[float32]}}
+	if convRowsVec(1) {
+		impls = append(impls, rowsImpl{"avx512", rowsCopy, rowsAdd, rowsAxpy, rowsDotAcc})
 	}
+	for _, im := range impls {
+		t.Run(im.name, func(t *testing.T) { checkRowImpl(t, im) })
+	}
+}
+
+func checkRowImpl(t *testing.T, im rowsImpl) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for trial := range 4000 {
 		sw := 1 + trial%2
@@ -52,7 +67,7 @@ func TestRowsVec(t *testing.T) {
 				}
 			}
 		}
-		rowsCopy(dst, ldd, src, off, lds, rows, sw, lmask, smask, planes, dstStep, srcStep)
+		im.copy(dst, ldd, src, off, lds, rows, sw, lmask, smask, planes, dstStep, srcStep)
 		for i := range dst {
 			if dst[i] != want[i] {
 				t.Fatalf("trial %d: rowsCopy(%d planes, rows %d, stride %d, lanes [%d,%d) of %d, off %d): dst[%d] = %v, want %v",
@@ -75,7 +90,7 @@ func TestRowsVec(t *testing.T) {
 				}
 			}
 		}
-		rowsAdd(acc, off, lds, dst, ldd, rows, sw, lmask, planes, srcStep, dstStep)
+		im.add(acc, off, lds, dst, ldd, rows, sw, lmask, planes, srcStep, dstStep)
 		for i := range acc {
 			if acc[i] != wantAcc[i] {
 				t.Fatalf("trial %d: rowsAdd(%d planes, rows %d, stride %d, lanes [%d,%d), off %d): [%d] = %v, want %v",
@@ -112,7 +127,7 @@ func TestRowsVec(t *testing.T) {
 			lanes[j] = float32(j) // rowsDotAcc adds to what is there
 			wantDot += float64(j)
 		}
-		rowsDotAcc(lanes[:], dst, 0, ldd, src, off, lds, sw, rows, lmask, 1, 0, 0, 0)
+		im.dot(lanes[:], dst, 0, ldd, src, off, lds, sw, rows, lmask, 1, 0, 0, 0)
 		var dot float64
 		for _, v := range lanes {
 			dot += float64(v)
@@ -120,8 +135,8 @@ func TestRowsVec(t *testing.T) {
 		if !near(dot, wantDot) {
 			t.Fatalf("trial %d: rowsDotAcc(rows %d, stride %d, lanes [%d,%d), off %d) sums to %v, want %v", trial, rows, sw, lo, hi, off, dot, wantDot)
 		}
-		rowsAxpy(acc, off, lds, sw, dst, 0, ldd, 1, rows, lmask, weights, 1, planes, srcStep, dstStep)
-		rowsAxpy(out, 0, ldd, 1, src, off, lds, sw, rows, lmask, weights, 1, planes, dstStep, srcStep)
+		im.axpy(acc, off, lds, sw, dst, 0, ldd, 1, rows, lmask, weights, 1, planes, srcStep, dstStep)
+		im.axpy(out, 0, ldd, 1, src, off, lds, sw, rows, lmask, weights, 1, planes, dstStep, srcStep)
 		for i := range acc {
 			if !near(float64(acc[i]), float64(wantAcc[i])) {
 				t.Fatalf("trial %d: rowsAxpy to stride %d (rows %d, lanes [%d,%d), off %d): [%d] = %v, want %v", trial, sw, rows, lo, hi, off, i, acc[i], wantAcc[i])
