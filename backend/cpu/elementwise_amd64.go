@@ -66,6 +66,26 @@ func addScalarAVX2(d, x []float32, s float32)
 //go:noescape
 func mulScalarAVX2(d, x []float32, s float32)
 
+// Each op's vector loops, indexed by vecLevel − vecAVX2: AVX2, AVX-512.
+var (
+	unaryLoops = map[backend.UnaryOp][2]func(d, x []float32){
+		backend.ReLU: {reluAVX2, reluAVX512},
+		backend.GELU: {geluAVX2, geluAVX512},
+	}
+	scalarLoops = map[backend.UnaryOp][2]func(d, x []float32, s float32){
+		backend.AddScalar: {addScalarAVX2, addScalarAVX512},
+		backend.MulScalar: {mulScalarAVX2, mulScalarAVX512},
+	}
+	binaryLoops = map[backend.BinaryOp][2]func(d, a, b []float32){
+		backend.Add:      {addAVX2, addAVX512},
+		backend.Sub:      {subAVX2, subAVX512},
+		backend.Mul:      {mulAVX2, mulAVX512},
+		backend.Div:      {divAVX2, divAVX512},
+		backend.ReLUGrad: {reluGradAVX2, reluGradAVX512},
+		backend.GELUGrad: {geluGradAVX2, geluGradAVX512},
+	}
+)
+
 // unaryVec computes d = op(x) with the vector loops of the kernel path,
 // reporting false where the path has none for op.
 func unaryVec(op backend.UnaryOp, d, x []float32, arg float64) bool {
@@ -73,87 +93,26 @@ func unaryVec(op backend.UnaryOp, d, x []float32, arg float64) bool {
 	if lvl == vecGo {
 		return false
 	}
-	wide := lvl == vecAVX512
 	x = x[:len(d)]
-	switch op {
-	case backend.ReLU:
-		if wide {
-			reluAVX512(d, x)
-		} else {
-			reluAVX2(d, x)
-		}
-	case backend.GELU:
-		if wide {
-			geluAVX512(d, x)
-		} else {
-			geluAVX2(d, x)
-		}
-	case backend.AddScalar:
-		if wide {
-			addScalarAVX512(d, x, float32(arg))
-		} else {
-			addScalarAVX2(d, x, float32(arg))
-		}
-	case backend.MulScalar:
-		if wide {
-			mulScalarAVX512(d, x, float32(arg))
-		} else {
-			mulScalarAVX2(d, x, float32(arg))
-		}
-	default:
-		return false
+	if f, ok := unaryLoops[op]; ok {
+		f[lvl-vecAVX2](d, x)
+		return true
 	}
-	return true
+	if f, ok := scalarLoops[op]; ok {
+		f[lvl-vecAVX2](d, x, float32(arg))
+		return true
+	}
+	return false
 }
 
 // binaryVec computes d = op(a, b) with the vector loops of the kernel path,
 // reporting false where the path has none for op.
 func binaryVec(op backend.BinaryOp, d, a, b []float32) bool {
 	lvl := activeVec()
-	if lvl == vecGo {
+	f, ok := binaryLoops[op]
+	if lvl == vecGo || !ok {
 		return false
 	}
-	wide := lvl == vecAVX512
-	a, b = a[:len(d)], b[:len(d)]
-	switch op {
-	case backend.Add:
-		if wide {
-			addAVX512(d, a, b)
-		} else {
-			addAVX2(d, a, b)
-		}
-	case backend.Sub:
-		if wide {
-			subAVX512(d, a, b)
-		} else {
-			subAVX2(d, a, b)
-		}
-	case backend.Mul:
-		if wide {
-			mulAVX512(d, a, b)
-		} else {
-			mulAVX2(d, a, b)
-		}
-	case backend.Div:
-		if wide {
-			divAVX512(d, a, b)
-		} else {
-			divAVX2(d, a, b)
-		}
-	case backend.ReLUGrad:
-		if wide {
-			reluGradAVX512(d, a, b)
-		} else {
-			reluGradAVX2(d, a, b)
-		}
-	case backend.GELUGrad:
-		if wide {
-			geluGradAVX512(d, a, b)
-		} else {
-			geluGradAVX2(d, a, b)
-		}
-	default:
-		return false
-	}
+	f[lvl-vecAVX2](d, a[:len(d)], b[:len(d)])
 	return true
 }
