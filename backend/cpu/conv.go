@@ -36,6 +36,11 @@ import (
 // runs instead as the forward pass of the transposed convolution (dy
 // convolved with the flipped kernel), which needs no col2im.
 //
+// On the AVX-512 path, "same" convolutions with unit stride and at least 16
+// channels per group run their forward pass (and so the data gradient)
+// without im2col, by the direct kernel of conv_direct.go, on the plane
+// sizes where it measures faster.
+//
 // im2col and col2im move each tap's rows of a block with the row routines
 // (conv_rows.go): masked vector copies on the AVX-512 path for column
 // stride 1 or 2, Go loops otherwise.
@@ -265,6 +270,12 @@ func padLd(n int) int {
 
 // convForward computes y = conv(x, w); xo, wo and yo are the views' offsets.
 func convForward[T float32 | float64](s *convShape, xo, wo, yo int, x, w, y []T) {
+	if xf, ok := any(x).([]float32); ok && s.direct() {
+		wp := directWeights(s, wo, any(w).([]float32), false)
+		defer putScratch(wp)
+		convForwardDirect(s, xo, xf, *wp, yo, any(y).([]float32))
+		return
+	}
 	P, R := s.positions(), s.taps()
 	pl := s.plan()
 	flops := 2 * s.o * R * pl.width
@@ -561,6 +572,12 @@ func (s *convShape) transposed() (convShape, bool) {
 // by col2im; measured on ResNet-18's stages this is 0–10% faster.
 func convBackwardDataVia[T float32 | float64](s *convShape, dxo, wo, dyo int, dx, w, dy []T) {
 	t, ok := s.transposed()
+	if dyf, isF32 := any(dy).([]float32); ok && isF32 && t.direct() {
+		wp := directWeights(&t, wo, any(w).([]float32), true)
+		defer putScratch(wp)
+		convForwardDirect(&t, dyo, dyf, *wp, dxo, any(dx).([]float32))
+		return
+	}
 	if !ok || s.cg < convViaMinChannels {
 		convBackwardData(s, dxo, wo, dyo, dx, w, dy)
 		return

@@ -139,3 +139,6 @@ func rowsAdd(dst []float32, off, ldd int, src []float32, lds, rows, sw int, mask
 	}
 	rowsAddAVX512(dst, off, ldd, src, lds, rows, mask, dmask, planes, dstStep, srcStep, sw)
 }
+
+// convDirectKernels are the direct convolution's kernels by rows.
+var convDirectKernels = convDirectAVX512Kernels[:]

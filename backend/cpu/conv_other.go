@@ -21,3 +21,6 @@ func rowsAxpy(dst []float32, doff, ldd, dsw int, src []float32, soff, lds, ssw, 
 func rowsDotAcc(acc []float32, a []float32, aoff, lda int, b []float32, boff, ldb, bsw, rows int, mask uint32, planes, accStep, aStep, bStep int) {
 	dotRowsGo(acc, a, aoff, lda, b, boff, ldb, bsw, rows, mask, planes, accStep, aStep, bStep)
 }
+
+// convDirectKernels is nil: the direct convolution needs AVX-512.
+var convDirectKernels []convDirectKernel

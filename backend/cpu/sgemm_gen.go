@@ -25,6 +25,10 @@
 // AVX-512 kernels mask the columns of C (and of b in place) beyond the tile's
 // width, bit j of mask for column j; the AVX2 kernels always write 16
 // columns, and their caller gives them a scratch tile at the edge.
+//
+// It also writes the AVX-512 kernels of the direct convolution
+// (conv_direct.go; see directKernel), which share the tile, the "r" form
+// of A and the step, with B read in place under per-tap masks.
 package main
 
 import (
@@ -109,6 +113,34 @@ func rowAddr(i, disp int) string {
 	}
 }
 
+// zeroAcc clears the accumulators of an mr-row tile.
+func (g *gen) zeroAcc(s isa, mr int) {
+	for i := range mr {
+		for v := range s.vecs {
+			r := s.acc(i, v)
+			if s.name == "AVX512" {
+				g.p("\tVPXORD %s, %s, %s", r, r, r)
+			} else {
+				g.p("\tVXORPS %s, %s, %s", r, r, r)
+			}
+		}
+	}
+}
+
+// rowBases sets R9 and R10, the base registers of rows 5–9 and 10–13 of
+// the "r" form (see rowAddr), from R8 and the row stride DX, as far as mr
+// rows need them.
+func (g *gen) rowBases(mr int) {
+	if mr > 5 {
+		g.p("\tLEAQ (R8)(DX*4), R9")
+		g.p("\tADDQ DX, R9")
+	}
+	if mr > 10 {
+		g.p("\tLEAQ (R9)(DX*4), R10")
+		g.p("\tADDQ DX, R10")
+	}
+}
+
 // step emits one k of the tile: load b's row u of the unrolled block,
 // broadcast a(i, k) and accumulate.
 func (g *gen) step(s isa, k kind, mr, u int) {
@@ -167,27 +199,11 @@ func (g *gen) kernel(s isa, k kind, mr int) {
 		g.p("\tSHRL $16, R13")
 		g.p("\tKMOVW R13, K2")
 	}
-	for i := range mr {
-		for v := range s.vecs {
-			r := s.acc(i, v)
-			if s.name == "AVX512" {
-				g.p("\tVPXORD %s, %s, %s", r, r, r)
-			} else {
-				g.p("\tVXORPS %s, %s, %s", r, r, r)
-			}
-		}
-	}
+	g.zeroAcc(s, mr)
 	if k.a == "r" {
 		g.p("\tMOVQ AX, R8")
 		g.p("\tLEAQ (DX)(DX*2), R11")
-		if mr > 5 {
-			g.p("\tLEAQ (R8)(DX*4), R9")
-			g.p("\tADDQ DX, R9")
-		}
-		if mr > 10 {
-			g.p("\tLEAQ (R9)(DX*4), R10")
-			g.p("\tADDQ DX, R10")
-		}
+		g.rowBases(mr)
 	}
 	// Fetch the tile of C while the products run.
 	g.p("\tMOVQ DI, R12")
@@ -286,6 +302,110 @@ func (g *gen) kernel(s isa, k kind, mr int) {
 	g.p("\tVZEROUPPER")
 	g.p("\tRET")
 	g.p("")
+}
+
+// directKernel emits convDirectAVX512_<mr>, the kernel of the direct
+// convolution (conv_direct.go): an mr×32 tile of y, whose two 16-column
+// vectors are runs of output positions each in its own sample plane, summed
+// over a table of taps. Tap t of the table gives the byte offset of A's
+// column block from a (a in the "r" form, the tap's depth columns in a
+// row), the byte offsets from b of the two vectors' first input positions,
+// and the masks of their valid lanes; the depth steps of a tap move both
+// input pointers on by bs floats (a channel plane). The tile is stored,
+// under mask, to c0 and c1 (rows ldc floats apart), without reading them.
+func (g *gen) directKernel(mr int) {
+	s := isas[0]
+	name := fmt.Sprintf("convDirectAVX512_%d", mr)
+	g.p("// func %s(a *float32, as int, b *float32, bs int, taps *convTap, ntaps int, depth int, c0, c1 *float32, ldc int, mask uint32)", name)
+	g.p("TEXT ·%s(SB), NOSPLIT, $0-84", name)
+	g.p("\tMOVQ a+0(FP), DI")
+	g.p("\tMOVQ as+8(FP), DX")
+	g.p("\tSHLQ $2, DX")
+	g.p("\tLEAQ (DX)(DX*2), R11")
+	g.p("\tMOVQ b+16(FP), AX")
+	g.p("\tMOVQ bs+24(FP), R14")
+	g.p("\tSHLQ $2, R14")
+	g.p("\tMOVQ taps+32(FP), SI")
+	g.p("\tMOVQ ntaps+40(FP), R13")
+	g.zeroAcc(s, mr)
+	g.p("\tTESTQ R13, R13")
+	g.p("\tJZ %s_store", name)
+	g.p("%s_tap:", name)
+	g.p("\tMOVQ 0(SI), R8")
+	g.p("\tADDQ DI, R8")
+	g.rowBases(mr)
+	g.p("\tMOVQ 8(SI), BX")
+	g.p("\tADDQ AX, BX")
+	g.p("\tMOVQ 16(SI), R12")
+	g.p("\tADDQ AX, R12")
+	g.p("\tKMOVW 24(SI), K3")
+	g.p("\tKMOVW 28(SI), K4")
+	g.p("\tMOVQ depth+48(FP), CX")
+	g.p("\tSHRQ $2, CX")
+	g.p("\tJZ %s_tail", name)
+	bases := []string{"R8", "R9", "R10"}[:(mr+4)/5]
+	g.p("%s_loop:", name)
+	for u := range unroll {
+		g.p("\tPREFETCHT0 (BX)(R14*8)")
+		g.p("\tPREFETCHT0 (R12)(R14*8)")
+		g.directStep(s, mr, u)
+	}
+	for _, r := range bases {
+		g.p("\tADDQ $%d, %s", 4*unroll, r)
+	}
+	g.p("\tDECQ CX")
+	g.p("\tJNZ %s_loop", name)
+	g.p("%s_tail:", name)
+	g.p("\tMOVQ depth+48(FP), CX")
+	g.p("\tANDQ $%d, CX", unroll-1)
+	g.p("\tJZ %s_next", name)
+	g.p("%s_tailloop:", name)
+	g.directStep(s, mr, 0)
+	for _, r := range bases {
+		g.p("\tADDQ $4, %s", r)
+	}
+	g.p("\tDECQ CX")
+	g.p("\tJNZ %s_tailloop", name)
+	g.p("%s_next:", name)
+	g.p("\tADDQ $32, SI")
+	g.p("\tDECQ R13")
+	g.p("\tJNZ %s_tap", name)
+	g.p("%s_store:", name)
+	g.p("\tMOVL mask+80(FP), R13")
+	g.p("\tKMOVW R13, K1")
+	g.p("\tSHRL $16, R13")
+	g.p("\tKMOVW R13, K2")
+	g.p("\tMOVQ c0+56(FP), DI")
+	g.p("\tMOVQ c1+64(FP), SI")
+	g.p("\tMOVQ ldc+72(FP), DX")
+	g.p("\tSHLQ $2, DX")
+	for i := range mr {
+		g.p("\tVMOVUPS %s, K1, (DI)", s.acc(i, 0))
+		g.p("\tVMOVUPS %s, K2, (SI)", s.acc(i, 1))
+		if i < mr-1 {
+			g.p("\tADDQ DX, DI")
+			g.p("\tADDQ DX, SI")
+		}
+	}
+	g.p("\tVZEROUPPER")
+	g.p("\tRET")
+	g.p("")
+}
+
+// directStep emits one depth step of the direct kernel: the two input
+// vectors under their masks, then the broadcasts and FMAs of step u of the
+// unrolled block.
+func (g *gen) directStep(s isa, mr, u int) {
+	g.p("\tVMOVUPS.Z (BX), K3, %s", s.bvec(0))
+	g.p("\tVMOVUPS.Z (R12), K4, %s", s.bvec(1))
+	g.p("\tADDQ R14, BX")
+	g.p("\tADDQ R14, R12")
+	for i := range mr {
+		g.p("\tVBROADCASTSS %s, %s", rowAddr(i, 4*u), s.bcast(i))
+		for v := range s.vecs {
+			g.p("\tVFMADD231PS %s, %s, %s", s.bvec(v), s.bcast(i), s.acc(i, v))
+		}
+	}
 }
 
 // peak emits a loop of independent FMAs on registers, which measures the
@@ -497,6 +617,17 @@ func main() {
 			asm.copyPanel()
 			decl.p("//go:noescape")
 			decl.p("func sgemmCopyPanelAVX512(dst *float32, ldd int, src *float32, lds int, rows, cols, width int)")
+			decl.p("")
+			var names []string
+			for mr := 1; mr <= s.mrMax; mr++ {
+				asm.directKernel(mr)
+				name := fmt.Sprintf("convDirectAVX512_%d", mr)
+				names = append(names, name)
+				decl.p("//go:noescape")
+				decl.p("func %s(a *float32, as int, b *float32, bs int, taps *convTap, ntaps int, depth int, c0, c1 *float32, ldc int, mask uint32)", name)
+				decl.p("")
+			}
+			decl.p("var convDirectAVX512Kernels = [...]convDirectKernel{nil, %s}", strings.Join(names, ", "))
 			decl.p("")
 		}
 	}

@@ -181,6 +181,50 @@ func sgemmTransposeAVX512(dst *float32, ldd int, src *float32, lds int, rows, co
 func sgemmCopyPanelAVX512(dst *float32, ldd int, src *float32, lds int, rows, cols, width int)
 
 //go:noescape
+func convDirectAVX512_1(a *float32, as int, b *float32, bs int, taps *convTap, ntaps int, depth int, c0, c1 *float32, ldc int, mask uint32)
+
+//go:noescape
+func convDirectAVX512_2(a *float32, as int, b *float32, bs int, taps *convTap, ntaps int, depth int, c0, c1 *float32, ldc int, mask uint32)
+
+//go:noescape
+func convDirectAVX512_3(a *float32, as int, b *float32, bs int, taps *convTap, ntaps int, depth int, c0, c1 *float32, ldc int, mask uint32)
+
+//go:noescape
+func convDirectAVX512_4(a *float32, as int, b *float32, bs int, taps *convTap, ntaps int, depth int, c0, c1 *float32, ldc int, mask uint32)
+
+//go:noescape
+func convDirectAVX512_5(a *float32, as int, b *float32, bs int, taps *convTap, ntaps int, depth int, c0, c1 *float32, ldc int, mask uint32)
+
+//go:noescape
+func convDirectAVX512_6(a *float32, as int, b *float32, bs int, taps *convTap, ntaps int, depth int, c0, c1 *float32, ldc int, mask uint32)
+
+//go:noescape
+func convDirectAVX512_7(a *float32, as int, b *float32, bs int, taps *convTap, ntaps int, depth int, c0, c1 *float32, ldc int, mask uint32)
+
+//go:noescape
+func convDirectAVX512_8(a *float32, as int, b *float32, bs int, taps *convTap, ntaps int, depth int, c0, c1 *float32, ldc int, mask uint32)
+
+//go:noescape
+func convDirectAVX512_9(a *float32, as int, b *float32, bs int, taps *convTap, ntaps int, depth int, c0, c1 *float32, ldc int, mask uint32)
+
+//go:noescape
+func convDirectAVX512_10(a *float32, as int, b *float32, bs int, taps *convTap, ntaps int, depth int, c0, c1 *float32, ldc int, mask uint32)
+
+//go:noescape
+func convDirectAVX512_11(a *float32, as int, b *float32, bs int, taps *convTap, ntaps int, depth int, c0, c1 *float32, ldc int, mask uint32)
+
+//go:noescape
+func convDirectAVX512_12(a *float32, as int, b *float32, bs int, taps *convTap, ntaps int, depth int, c0, c1 *float32, ldc int, mask uint32)
+
+//go:noescape
+func convDirectAVX512_13(a *float32, as int, b *float32, bs int, taps *convTap, ntaps int, depth int, c0, c1 *float32, ldc int, mask uint32)
+
+//go:noescape
+func convDirectAVX512_14(a *float32, as int, b *float32, bs int, taps *convTap, ntaps int, depth int, c0, c1 *float32, ldc int, mask uint32)
+
+var convDirectAVX512Kernels = [...]convDirectKernel{nil, convDirectAVX512_1, convDirectAVX512_2, convDirectAVX512_3, convDirectAVX512_4, convDirectAVX512_5, convDirectAVX512_6, convDirectAVX512_7, convDirectAVX512_8, convDirectAVX512_9, convDirectAVX512_10, convDirectAVX512_11, convDirectAVX512_12, convDirectAVX512_13, convDirectAVX512_14}
+
+//go:noescape
 func sgemmAVX2kp1(a *float32, as int, b *float32, bs int, c *float32, ldc int, kc int, alpha, beta float32, mask uint32)
 
 //go:noescape
