@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/flockml/flock/backend"
 )
@@ -276,59 +277,90 @@ func gradDxGo[T float](dx, dy, x []T, scale, a, b, mean float64) {
 	}
 }
 
+// bnBlockBytes bounds the data of a block of channels that the batch-norm
+// loops take sample by sample: a small plane is a short run of floats per
+// sample and channel, and visiting one channel's runs across the batch reads
+// memory in scattered pieces that the hardware prefetchers do not follow;
+// a block of channels reads each sample's runs of the block in one sweep,
+// and stays in the L2 cache between the passes over it.
+const bnBlockBytes = 256 << 10
+
+// bnBlock returns the channels per block for planes of sp values and n
+// samples, at most bnMaxBlock.
+func bnBlock[T float32 | float64](n, sp int) int {
+	var z T
+	return max(1, min(bnMaxBlock, bnBlockBytes/max(1, n*sp*int(unsafe.Sizeof(z)))))
+}
+
+const bnMaxBlock = 64
+
 func batchNormChannels[T float32 | float64](o bnOperands[T], k normLoops[T], n, ch, sp int, p backend.NormParams, relu bool) {
 	apply := k.affine
 	if relu {
 		apply = k.affineReLU
 	}
 	m := n * sp
+	nb := bnBlock[T](n, sp)
 	parallelFor(ch, max(1, normGrain/max(m, 1)), func(lo, hi int) {
-		for c := lo; c < hi; c++ {
-			var mean, invstd float64
+		var mean, invstd, acc [bnMaxBlock]float64
+		for c0 := lo; c0 < hi; c0 += nb {
+			c1 := min(hi, c0+nb)
+			// each calls f(i, c, at) for the blocks' runs, sample-major.
+			each := func(f func(c, at int)) {
+				for i := range n {
+					for c := c0; c < c1; c++ {
+						f(c, (i*ch+c)*sp)
+					}
+				}
+			}
 			switch {
 			case p.Training && m == 0:
-				o.sm[c], o.sis[c] = 0, 0
+				for c := c0; c < c1; c++ {
+					o.sm[c], o.sis[c] = 0, 0
+				}
 				continue
 			case p.Training:
-				sum := 0.0
-				for i := range n {
-					sum += k.sum(o.x[(i*ch+c)*sp : (i*ch+c+1)*sp])
+				clear(acc[:])
+				each(func(c, at int) { acc[c-c0] += k.sum(o.x[at : at+sp]) })
+				for c := c0; c < c1; c++ {
+					mean[c-c0] = acc[c-c0] / float64(m)
 				}
-				mean = sum / float64(m)
-				ss := 0.0
-				for i := range n {
-					ss += k.sumSqDev(o.x[(i*ch+c)*sp:(i*ch+c+1)*sp], mean)
-				}
-				variance := ss / float64(m)
-				invstd = 1 / math.Sqrt(variance+p.Eps)
-				o.sm[c], o.sis[c] = T(mean), T(invstd)
-				if o.rm != nil {
-					unbiased := ss / float64(m-1)
-					o.rm[c] = T((1-p.Momentum)*float64(o.rm[c]) + p.Momentum*mean)
-					o.rv[c] = T((1-p.Momentum)*float64(o.rv[c]) + p.Momentum*unbiased)
+				clear(acc[:])
+				each(func(c, at int) { acc[c-c0] += k.sumSqDev(o.x[at:at+sp], mean[c-c0]) })
+				for c := c0; c < c1; c++ {
+					ss := acc[c-c0]
+					invstd[c-c0] = 1 / math.Sqrt(ss/float64(m)+p.Eps)
+					o.sm[c], o.sis[c] = T(mean[c-c0]), T(invstd[c-c0])
+					if o.rm != nil {
+						unbiased := ss / float64(m-1)
+						o.rm[c] = T((1-p.Momentum)*float64(o.rm[c]) + p.Momentum*mean[c-c0])
+						o.rv[c] = T((1-p.Momentum)*float64(o.rv[c]) + p.Momentum*unbiased)
+					}
 				}
 			default:
-				mean = float64(o.rm[c])
-				invstd = 1 / math.Sqrt(float64(o.rv[c])+p.Eps)
-				if o.sm != nil {
-					o.sm[c] = T(mean)
+				for c := c0; c < c1; c++ {
+					mean[c-c0] = float64(o.rm[c])
+					invstd[c-c0] = 1 / math.Sqrt(float64(o.rv[c])+p.Eps)
+					if o.sm != nil {
+						o.sm[c] = T(mean[c-c0])
+					}
+					if o.sis != nil {
+						o.sis[c] = T(invstd[c-c0])
+					}
 				}
-				if o.sis != nil {
-					o.sis[c] = T(invstd)
+			}
+			// acc becomes the shift, invstd the scale.
+			for c := c0; c < c1; c++ {
+				scale, shift := invstd[c-c0], 0.0
+				if o.w != nil {
+					scale *= float64(o.w[c])
 				}
+				if o.b != nil {
+					shift = float64(o.b[c])
+				}
+				invstd[c-c0], acc[c-c0] = scale, shift-mean[c-c0]*scale
 			}
-			scale, shift := invstd, 0.0
-			if o.w != nil {
-				scale *= float64(o.w[c])
-			}
-			if o.b != nil {
-				shift = float64(o.b[c])
-			}
-			shift -= mean * scale
-			for i := range n {
-				at := (i*ch + c) * sp
-				apply(o.y[at:at+sp], o.x[at:at+sp], scale, shift)
-			}
+			each(func(c, at int) { apply(o.y[at:at+sp], o.x[at:at+sp], invstd[c-c0], acc[c-c0]) })
 		}
 	})
 }
@@ -341,46 +373,56 @@ type bnGradOperands[T float32 | float64] struct {
 
 func batchNormGradChannels[T float32 | float64](o bnGradOperands[T], k normLoops[T], n, ch, sp int, training bool) {
 	m := n * sp
+	nb := bnBlock[T](n, sp)
 	parallelFor(ch, max(1, normGrain/max(m, 1)), func(lo, hi int) {
-		for c := lo; c < hi; c++ {
-			mean, invstd := float64(o.sm[c]), float64(o.sis[c])
-			sdy, sdyx := 0.0, 0.0
+		var sdy, sdyx, scale, a, b [bnMaxBlock]float64
+		for c0 := lo; c0 < hi; c0 += nb {
+			c1 := min(hi, c0+nb)
+			clear(sdy[:])
+			clear(sdyx[:])
 			for i := range n {
-				at := (i*ch + c) * sp
-				var s, sx float64
-				if o.y != nil {
-					s, sx = k.gradSumsMasked(o.dy[at:at+sp], o.y[at:at+sp], o.x[at:at+sp], mean)
-				} else {
-					s, sx = k.gradSums(o.dy[at:at+sp], o.x[at:at+sp], mean)
+				for c := c0; c < c1; c++ {
+					at := (i*ch + c) * sp
+					var s, sx float64
+					if o.y != nil {
+						s, sx = k.gradSumsMasked(o.dy[at:at+sp], o.y[at:at+sp], o.x[at:at+sp], float64(o.sm[c]))
+					} else {
+						s, sx = k.gradSums(o.dy[at:at+sp], o.x[at:at+sp], float64(o.sm[c]))
+					}
+					sdy[c-c0] += s
+					sdyx[c-c0] += sx
 				}
-				sdy += s
-				sdyx += sx
 			}
-			sdyx *= invstd
-			if o.db != nil {
-				o.db[c] = T(sdy)
-			}
-			if o.dw != nil {
-				o.dw[c] = T(sdyx)
+			for c := c0; c < c1; c++ {
+				j, invstd := c-c0, float64(o.sis[c])
+				sdyx[j] *= invstd
+				if o.db != nil {
+					o.db[c] = T(sdy[j])
+				}
+				if o.dw != nil {
+					o.dw[c] = T(sdyx[j])
+				}
+				scale[j] = invstd
+				if o.w != nil {
+					scale[j] *= float64(o.w[c])
+				}
+				a[j], b[j] = 0, 0 // dx = scale·dy − a − b·(x − μ)
+				if training && m > 0 {
+					a[j] = scale[j] * sdy[j] / float64(m)
+					b[j] = scale[j] * sdyx[j] * invstd / float64(m)
+				}
 			}
 			if o.dx == nil {
 				continue
 			}
-			scale := invstd
-			if o.w != nil {
-				scale *= float64(o.w[c])
-			}
-			var a, b float64 // dx = scale·dy − a − b·(x − μ)
-			if training && m > 0 {
-				a = scale * sdy / float64(m)
-				b = scale * sdyx * invstd / float64(m)
-			}
 			for i := range n {
-				at := (i*ch + c) * sp
-				if o.y != nil {
-					k.gradDxMasked(o.dx[at:at+sp], o.dy[at:at+sp], o.y[at:at+sp], o.x[at:at+sp], scale, a, b, mean)
-				} else {
-					k.gradDx(o.dx[at:at+sp], o.dy[at:at+sp], o.x[at:at+sp], scale, a, b, mean)
+				for c := c0; c < c1; c++ {
+					j, at := c-c0, (i*ch+c)*sp
+					if o.y != nil {
+						k.gradDxMasked(o.dx[at:at+sp], o.dy[at:at+sp], o.y[at:at+sp], o.x[at:at+sp], scale[j], a[j], b[j], float64(o.sm[c]))
+					} else {
+						k.gradDx(o.dx[at:at+sp], o.dy[at:at+sp], o.x[at:at+sp], scale[j], a[j], b[j], float64(o.sm[c]))
+					}
 				}
 			}
 		}
