@@ -83,6 +83,7 @@ var convBenches = []convBench{
 	// ResNet-18's small-stem stages at 32×32, batch 64.
 	{n: 64, c: 64, hw: 32, o: 64, k: 3, stride: 1, pad: 1},
 	{n: 64, c: 64, hw: 32, o: 128, k: 3, stride: 2, pad: 1},
+	{n: 64, c: 128, hw: 16, o: 128, k: 3, stride: 1, pad: 1},
 	{n: 64, c: 256, hw: 8, o: 256, k: 3, stride: 1, pad: 1},
 	{n: 64, c: 512, hw: 4, o: 512, k: 3, stride: 1, pad: 1},
 	// Depthwise.
