@@ -113,6 +113,7 @@ func convForwardDirect(s *convShape, xo int, x, wp []float32, yo int, y []float3
 	panels := (s.og + mr - 1) / mr
 	per := max(1, min(panels, convDirectBlockBytes/(4*lda*mr)))
 	oblocks := (panels + per - 1) / per
+	per = (panels + oblocks - 1) / oblocks // the same number of blocks, evened out
 	chunks := (tiles + chunk - 1) / chunk
 	tasks := s.groups * oblocks * chunks
 	flops := 2 * per * mr * KK * s.cg * 32 * chunk
