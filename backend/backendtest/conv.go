@@ -90,15 +90,15 @@ func checkConv(e *Env) {
 		{5, 4, 4, 4, 6, 1, 1, pr(1, 1, 0, 0, 1, 1, 1)},
 		{3, 3, 9, 37, 4, 3, 3, pr(2, 1, 2, 1, 2, 1, 1)},
 		{2, 3, 6, 70, 4, 3, 3, pr(1, 2, 1, 1, 1, 1, 1)},
-		// Same-width planes with enough channels for the direct kernels of
-		// the CPU backend: an odd number of 16-position vectors, channels
-		// not a multiple of four and output channels not of fourteen; two
-		// groups with a 5×3 kernel; a plane smaller than a vector; rows
-		// padded but not columns.
-		{3, 18, 5, 7, 30, 3, 3, pr(1, 1, 1, 1, 1, 1, 1)},
-		{2, 32, 6, 9, 40, 5, 3, pr(1, 1, 2, 1, 1, 1, 2)},
-		{1, 16, 3, 3, 17, 3, 3, pr(1, 1, 1, 1, 1, 1, 1)},
-		{2, 16, 7, 10, 16, 3, 3, pr(1, 1, 0, 1, 1, 1, 1)},
+		// Same-width planes of whole 16-position vectors with enough
+		// channels for the direct kernels of the CPU backend: an odd number
+		// of vectors, channels not a multiple of four and output channels
+		// not of fourteen; two groups with a 5×3 kernel; one vector per
+		// plane; rows padded but not columns.
+		{1, 18, 6, 8, 30, 3, 3, pr(1, 1, 1, 1, 1, 1, 1)},
+		{2, 32, 8, 8, 40, 5, 3, pr(1, 1, 2, 1, 1, 1, 2)},
+		{3, 16, 4, 4, 17, 3, 3, pr(1, 1, 1, 1, 1, 1, 1)},
+		{2, 16, 6, 16, 16, 3, 3, pr(1, 1, 0, 1, 1, 1, 1)},
 		// Depthwise, rows wider than a vector, two outputs per group; 5×5.
 		{2, 4, 10, 20, 8, 3, 3, pr(1, 1, 1, 1, 1, 1, 4)},
 		{1, 3, 7, 18, 3, 5, 5, pr(2, 1, 2, 2, 1, 1, 3)},
