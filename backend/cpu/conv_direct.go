@@ -124,22 +124,13 @@ func convForwardDirect(s *convShape, xo int, x, wp []float32, yo int, y []float3
 			q0, q1 := ob*per, min(panels, (ob+1)*per)
 			for u := tc * chunk; u < min(tiles, (tc+1)*chunk); u++ {
 				tab := tabs[u*(KK+1) : (u+1)*(KK+1)]
-				ntaps := int(tab[KK].a)
-				var c [2]int
-				var mask uint32
-				for i := range 2 {
-					v := min(2*u+i, nv-1)
-					n, p := v/vp, v%vp*16
-					c[i] = yo + (n*s.o+g*s.og)*P + p
-					if 2*u+i < nv {
-						mask |= laneMask(0, P-p) << (16 * i)
-					}
-				}
+				tile := tab[KK]
+				c0, c1 := yo+int(tile.b0)+g*s.og*P, yo+int(tile.b1)+g*s.og*P
 				for q := q0; q < q1; q++ {
 					oc := q * s.og / panels
 					r := (q+1)*s.og/panels - oc
-					convDirectKernels[r](&wp[(g*s.og+oc)*lda], lda, b, HW, &tab[0], ntaps, s.cg,
-						&y[c[0]+oc*P], &y[c[1]+oc*P], P, mask)
+					convDirectKernels[r](&wp[(g*s.og+oc)*lda], lda, b, HW, &tab[0], int(tile.a), s.cg,
+						&y[c0+oc*P], &y[c1+oc*P], P, tile.m0|tile.m1<<16)
 				}
 			}
 		}
@@ -147,20 +138,22 @@ func convForwardDirect(s *convShape, xo int, x, wp []float32, yo int, y []float3
 }
 
 // directTaps fills tab with the taps of the tile of vectors v and v+1 (of
-// nv, vp per sample) that have a valid lane, and their number in
-// tab[KK].a.
+// nv, vp per sample) that have a valid lane, and its last entry, tab[KK],
+// with the tile itself: a the number of taps, b0 and b1 the vectors'
+// offsets in y (sample and position; the second vector, if the tile has
+// none, repeats the first) and m0 and m1 the lanes to store.
 func (s *convShape) directTaps(tab []convTap, v, nv, vp int) {
 	P, HW := s.positions(), s.h*s.w
-	var base [2]int
-	var pos [2]int
+	var base, pos, out [2]int
+	var store [2]uint32
 	for i := range 2 {
 		vi := min(v+i, nv-1)
 		n, p := vi/vp, vi%vp*16
-		base[i] = n*s.c*HW + p
-		pos[i] = p
+		base[i], pos[i], out[i] = n*s.c*HW+p, p, n*s.o*P+p
 		if v+i >= nv {
 			pos[i] = P // no valid lane
 		}
+		store[i] = laneMask(0, P-pos[i])
 	}
 	k := 0
 	for kh := range s.kh {
@@ -191,7 +184,7 @@ func (s *convShape) directTaps(tab []convTap, v, nv, vp int) {
 			k++
 		}
 	}
-	tab[len(tab)-1].a = int64(k)
+	tab[len(tab)-1] = convTap{a: int64(k), b0: int64(out[0]), b1: int64(out[1]), m0: store[0], m1: store[1]}
 }
 
 // directWeights returns the weights of s in the direct layout, in scratch

@@ -154,18 +154,12 @@ func (g *gen) step(s isa, k kind, mr, u int) {
 	if k.b == "s" {
 		g.p("\tADDQ R14, BX")
 	}
-	for i := range mr {
-		var src string
+	g.rowFMAs(s, mr, func(i int) string {
 		if k.a == "k" {
-			src = fmt.Sprintf("%d(AX)", 4*i)
-		} else {
-			src = rowAddr(i, 4*u)
+			return fmt.Sprintf("%d(AX)", 4*i)
 		}
-		g.p("\tVBROADCASTSS %s, %s", src, s.bcast(i))
-		for v := range s.vecs {
-			g.p("\tVFMADD231PS %s, %s, %s", s.bvec(v), s.bcast(i), s.acc(i, v))
-		}
-	}
+		return rowAddr(i, 4*u)
+	})
 	if k.a == "k" {
 		g.p("\tADDQ DX, AX")
 	}
@@ -400,8 +394,15 @@ func (g *gen) directStep(s isa, mr, u int) {
 	g.p("\tVMOVUPS.Z (R12), K4, %s", s.bvec(1))
 	g.p("\tADDQ R14, BX")
 	g.p("\tADDQ R14, R12")
+	g.rowFMAs(s, mr, func(i int) string { return rowAddr(i, 4*u) })
+}
+
+// rowFMAs emits the products of one step with b's row loaded: for each of
+// mr rows, a(i, k) broadcast from src(i) and its FMAs into the row's
+// accumulators.
+func (g *gen) rowFMAs(s isa, mr int, src func(i int) string) {
 	for i := range mr {
-		g.p("\tVBROADCASTSS %s, %s", rowAddr(i, 4*u), s.bcast(i))
+		g.p("\tVBROADCASTSS %s, %s", src(i), s.bcast(i))
 		for v := range s.vecs {
 			g.p("\tVFMADD231PS %s, %s, %s", s.bvec(v), s.bcast(i), s.acc(i, v))
 		}
