@@ -303,3 +303,27 @@ func sqNorm(t *tensor.Tensor) float64 {
 	defer s.Release()
 	return s.Item()
 }
+
+// StateBuffers returns the optimizer's live buffer field ("momentum_buffer",
+// "exp_avg", …) of every parameter, in group order, parallel to the
+// parameters: strategies average them across workers in place. A
+// parameter that has not been stepped yet gets a zero buffer, which
+// starts the same as the one its first step would make for SGD without
+// dampening, LARS and AdamW. It fails for a field this optimizer does not
+// keep.
+func (b *base) StateBuffers(field string) ([]*autograd.Var, []*tensor.Tensor, error) {
+	if !slices.Contains(b.buffers, field) {
+		return nil, nil, fmt.Errorf("optim: no state field %q (this optimizer keeps %s)", field, strings.Join(b.buffers, ", "))
+	}
+	var ps []*autograd.Var
+	var ts []*tensor.Tensor
+	i := 0
+	for _, g := range b.groups {
+		for _, p := range g.Params {
+			ps = append(ps, p)
+			ts = append(ts, buffer(b.state[i], field, p))
+			i++
+		}
+	}
+	return ps, ts, nil
+}

@@ -1,19 +1,17 @@
 package safetensors
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/flockml/flock/internal/atomicfile"
 )
 
 // Marshal returns the safetensors encoding of tensors and metadata; see Write.
@@ -182,54 +180,17 @@ func appendString(b []byte, s string) []byte {
 // written under a temporary name in the same directory, synced, renamed over
 // path and the directory synced, so that path holds either its old contents
 // or the complete new file, even across a crash.
-func WriteFile(path string, tensors map[string]Tensor, metadata map[string]string) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp*")
-	if err != nil {
+func WriteFile(path string, tensors map[string]Tensor, metadata map[string]string) error {
+	var format error
+	err := atomicfile.Write(path, func(w io.Writer) error {
+		format = Write(w, tensors, metadata)
+		return format
+	})
+	switch {
+	case format != nil:
+		return fmt.Errorf("%w (file %s)", format, path)
+	case err != nil:
 		return fmt.Errorf("safetensors: write %s: %w", path, err)
-	}
-	renamed := false
-	defer func() {
-		if err != nil && !renamed {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	bw := bufio.NewWriterSize(tmp, 1<<20)
-	if err := Write(bw, tensors, metadata); err != nil {
-		return fmt.Errorf("%w (file %s)", err, path)
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("safetensors: write %s: %w", path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return fmt.Errorf("safetensors: write %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("safetensors: write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("safetensors: write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("safetensors: write %s: %w", path, err)
-	}
-	renamed = true
-	if runtime.GOOS == "windows" {
-		// Directories cannot be opened for syncing there; the rename is
-		// durable once the file system journals it.
-		return nil
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("safetensors: write %s: sync directory: %w", path, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("safetensors: write %s: sync directory: %w", path, err)
 	}
 	return nil
 }

@@ -30,7 +30,22 @@ const (
 
 // SaveCheckpoint writes everything needed to resume the run exactly to path,
 // atomically: a crash or error leaves the previous file at path intact.
+//
+// With Options.CheckpointComm every rank calls it at the same step and the
+// checkpoint is a set: rank r writes its own file, path.step<N>.rank<r>;
+// once every rank has written, rank 0 writes at path a manifest (JSON)
+// naming the files, atomically, and then each rank removes the file of
+// the set before. The manifest is the set's commit point: until it is
+// renamed into place, path names the previous complete set.
 func (t *Trainer) SaveCheckpoint(path string) error {
+	if t.opts.CheckpointComm != nil {
+		return t.saveCheckpointSet(path)
+	}
+	return t.writeCheckpoint(path)
+}
+
+// writeCheckpoint writes this worker's checkpoint file.
+func (t *Trainer) writeCheckpoint(path string) error {
 	raw := map[string]safetensors.Tensor{}
 	add := func(prefix string, ts map[string]*tensor.Tensor) {
 		for k, v := range ts {
@@ -87,6 +102,9 @@ func (t *Trainer) SaveCheckpoint(path string) error {
 
 // ReadCheckpointConfig returns the Config stored in the checkpoint at path.
 func ReadCheckpointConfig(path string) (Config, error) {
+	if m, err := readManifest(path); err == nil {
+		path = m.file(path, 0)
+	}
 	f, err := safetensors.Open(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("train: read checkpoint: %w", err)
@@ -116,6 +134,10 @@ func checkpointConfig(path string, meta map[string]string) (Config, error) {
 // so, before anything is changed. The remaining settings may differ (more
 // epochs, for instance), but then the run is no longer the one saved.
 func (t *Trainer) LoadCheckpoint(path string) error {
+	path, err := t.checkpointFile(path)
+	if err != nil {
+		return err
+	}
 	f, err := safetensors.Open(path)
 	if err != nil {
 		return fmt.Errorf("train: load checkpoint: %w", err)

@@ -55,7 +55,112 @@ type Config struct {
 	// TrainImages trains on the first TrainImages images of the training
 	// set only (0: all of them), for short experiments with large models.
 	TrainImages int `json:"train_images,omitempty"`
+	// Strategy is how several workers cooperate; one worker alone ignores
+	// it.
+	Strategy StrategyConfig `json:"strategy"`
 }
+
+// StrategyConfig describes a multi-worker strategy as flock train's flags
+// do. Package train validates it; the strategies themselves live in
+// packages above train (localopt builds Local SGD and DiLoCo from it).
+type StrategyConfig struct {
+	// Name is "dp" (data parallel: gradients averaged every step), "local"
+	// (Local SGD / AdamW / LARS: parameters averaged every H steps) or
+	// "diloco" (an outer optimizer steps on the averaged parameter change
+	// every H steps). Empty means "dp".
+	Name string `json:"name,omitempty"`
+	// Sync chooses H for local and diloco: "constant" (H), "post-local"
+	// (1 before PostLocalSwitch epochs, then H), "power" (max(HBase,
+	// ⌊(Alpha/η)^Gamma⌋)) or "qsr" (the power rule with Gamma = 2).
+	Sync  string  `json:"sync,omitempty"`
+	H     int     `json:"h,omitempty"`
+	HBase int     `json:"h_base,omitempty"`
+	Alpha float64 `json:"alpha,omitempty"`
+	Gamma float64 `json:"gamma,omitempty"`
+	// PostLocalSwitch is the switch of post-local SGD, in epochs
+	// (fractions allowed, rounded to whole steps).
+	PostLocalSwitch float64 `json:"post_local_switch,omitempty"`
+	// AverageState names, comma-separated, the optimizer state fields
+	// averaged with the parameters at each synchronization
+	// ("momentum_buffer", "exp_avg", "exp_avg_sq"); by default optimizer
+	// state stays local.
+	AverageState string `json:"average_state,omitempty"`
+	// BNBatches is the number of training micro-batches on which batch
+	// norm's running statistics are re-estimated before each evaluation
+	// (0: keep each worker's running statistics, averaged).
+	BNBatches int `json:"bn_batches,omitempty"`
+	// OuterLR, OuterMomentum and OuterNesterov set DiLoCo's outer SGD.
+	OuterLR       float64 `json:"outer_lr,omitempty"`
+	OuterMomentum float64 `json:"outer_momentum,omitempty"`
+	OuterNesterov bool    `json:"outer_nesterov,omitempty"`
+}
+
+// Strategies lists the accepted values of StrategyConfig.Name.
+var Strategies = []string{"dp", "local", "diloco"}
+
+// SyncRules lists the accepted values of StrategyConfig.Sync.
+var SyncRules = []string{"constant", "post-local", "power", "qsr"}
+
+// Validate reports the first setting that is out of range, naming it as
+// the command line does.
+func (s StrategyConfig) Validate() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("train: config: "+format, a...)
+	}
+	name := s.Name
+	if name == "" {
+		name = "dp"
+	}
+	if !slices.Contains(Strategies, name) {
+		return bad("unknown strategy %q (want %s)", s.Name, strings.Join(Strategies, ", "))
+	}
+	if name == "dp" {
+		return nil
+	}
+	switch {
+	case !slices.Contains(SyncRules, s.Sync):
+		return bad("unknown sync rule %q (want %s)", s.Sync, strings.Join(SyncRules, ", "))
+	case (s.Sync == "constant" || s.Sync == "post-local") && s.H < 1:
+		return bad("h %d: want ≥ 1", s.H)
+	case (s.Sync == "power" || s.Sync == "qsr") && s.HBase < 1:
+		return bad("h-base %d: want ≥ 1", s.HBase)
+	case !(s.Alpha >= 0) || math.IsInf(s.Alpha, 0):
+		return bad("qsr-alpha %v: want a finite value ≥ 0", s.Alpha)
+	case s.Sync == "power" && (!(s.Gamma > 0) || math.IsInf(s.Gamma, 0)):
+		return bad("power-gamma %v: want a finite value > 0", s.Gamma)
+	case !(s.PostLocalSwitch >= 0) || math.IsInf(s.PostLocalSwitch, 0):
+		return bad("post-local-switch %v epochs: want ≥ 0", s.PostLocalSwitch)
+	case s.BNBatches < 0:
+		return bad("bn-batches %d: want ≥ 0", s.BNBatches)
+	case name == "diloco" && (!(s.OuterLR > 0) || math.IsInf(s.OuterLR, 0)):
+		return bad("outer-lr %v: want a finite value > 0", s.OuterLR)
+	case name == "diloco" && !(s.OuterMomentum >= 0 && s.OuterMomentum < 1):
+		return bad("outer-momentum %v: want 0 ≤ momentum < 1", s.OuterMomentum)
+	case name == "diloco" && s.OuterNesterov && s.OuterMomentum == 0:
+		return bad("outer Nesterov momentum needs outer-momentum > 0")
+	}
+	for _, f := range s.StateFields() {
+		if !slices.Contains(StateFields, f) {
+			return bad("average-state: unknown optimizer state field %q (want %s)", f, strings.Join(StateFields, ", "))
+		}
+	}
+	return nil
+}
+
+// StateFields returns the fields named by AverageState.
+func (s StrategyConfig) StateFields() []string {
+	var out []string
+	for f := range strings.SplitSeq(s.AverageState, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// StateFields lists the optimizer state fields a strategy may average:
+// SGD's and LARS's momentum, AdamW's first and second moments.
+var StateFields = []string{"momentum_buffer", "exp_avg", "exp_avg_sq"}
 
 // DefaultConfig returns the settings of `flock train` without flags: the
 // small CNN on Fashion-MNIST with Nesterov SGD and a cosine schedule, which
@@ -76,6 +181,10 @@ func DefaultConfig() Config {
 		Seed:           1,
 		EvalEvery:      1,
 		LogEvery:       50,
+		Strategy: StrategyConfig{
+			Name: "local", Sync: "qsr", H: 8, HBase: 4, Alpha: 0.1, Gamma: 2, BNBatches: 16,
+			OuterLR: 0.7, OuterMomentum: 0.9, OuterNesterov: true,
+		},
 	}
 }
 
@@ -123,7 +232,7 @@ func (c Config) Validate() error {
 	case c.TrainImages < 0:
 		return bad("train images %d: want ≥ 0 (0: all)", c.TrainImages)
 	}
-	return nil
+	return c.Strategy.Validate()
 }
 
 // schedule returns the learning-rate schedule of c for a run of
@@ -166,4 +275,19 @@ func (c Config) optimizer(params []nn.NamedParameter) optim.Optimizer {
 		return optim.NewLARS(optim.SplitForLARS(ps, names, c.LR, c.WeightDecay), optim.LARSOptions{Momentum: c.Momentum, Nesterov: c.Nesterov})
 	}
 	return optim.NewSGD([]*optim.Group{optim.NewGroup(ps, names, c.LR, c.WeightDecay)}, optim.SGDOptions{Momentum: c.Momentum, Nesterov: c.Nesterov})
+}
+
+// StepsPerEpoch returns the number of steps in an epoch of c on a training
+// set of n images shared by world workers (each takes ⌊n/world⌋ images, cut
+// into batches, the last one possibly smaller): what Trainer.StepsPerEpoch
+// will say, known before the Trainer exists.
+func (c Config) StepsPerEpoch(n, world int) int {
+	if c.TrainImages > 0 && c.TrainImages < n {
+		n = c.TrainImages
+	}
+	per := n / max(world, 1)
+	if c.BatchSize <= 0 {
+		return 0
+	}
+	return (per + c.BatchSize - 1) / c.BatchSize
 }

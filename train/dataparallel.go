@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"time"
 
 	"github.com/flockml/flock/autograd"
 	"github.com/flockml/flock/backend"
@@ -61,6 +62,7 @@ type DataParallelOptions struct {
 // buffers (the Comm stays open, owned by the caller).
 type DataParallel struct {
 	comm        dist.Comm
+	meter       *dist.Meter
 	ctx         context.Context
 	bucketBytes int
 
@@ -70,6 +72,12 @@ type DataParallel struct {
 	next    int   // first bucket not launched this step
 	hookErr error // first misuse seen by a hook this step
 	closed  bool
+
+	// setup is the traffic of Setup; blocked the time AfterBackward waited
+	// for all-reduces; steps the number of steps averaged.
+	setup   dist.Traffic
+	blocked time.Duration
+	steps   int64
 }
 
 // dpSlot is a parameter's place in its bucket.
@@ -89,7 +97,10 @@ type dpBucket struct {
 	work    *dist.Work
 }
 
-var _ Strategy = (*DataParallel)(nil)
+var (
+	_ Strategy     = (*DataParallel)(nil)
+	_ CommReporter = (*DataParallel)(nil)
+)
 
 // NewDataParallel returns the data-parallel strategy over c.
 func NewDataParallel(c dist.Comm, opts DataParallelOptions) *DataParallel {
@@ -104,7 +115,19 @@ func NewDataParallel(c dist.Comm, opts DataParallelOptions) *DataParallel {
 	if bb <= 0 {
 		bb = DefaultBucketBytes
 	}
-	return &DataParallel{comm: c, ctx: ctx, bucketBytes: bb}
+	return &DataParallel{comm: c, meter: dist.NewMeter(c), ctx: ctx, bucketBytes: bb}
+}
+
+// CommStats implements CommReporter. The counts restart when a run resumes
+// from a checkpoint.
+func (d *DataParallel) CommStats() CommStats {
+	tr := d.meter.Traffic().Sub(d.setup)
+	return CommStats{
+		Sent: tr.Sent, Received: tr.Received, Collectives: tr.Ops,
+		Blocked: d.blocked.Seconds(), Syncs: d.steps,
+		SetupBytes:        d.setup.Sent + d.setup.Received,
+		DataParallelBytes: tr.Sent,
+	}
 }
 
 // Comm returns the communicator the strategy works over.
@@ -138,7 +161,9 @@ func (d *DataParallel) Setup(s *StepContext) error {
 			bufs = append(bufs, namedTensor{b.Name, b.Buffer})
 		}
 	}
-	if err := d.checkSameModel(s, bufs); err != nil {
+	if err := d.collective("check parameters", func(ctx context.Context) error {
+		return checkSameModel(ctx, d.meter, s, bufs)
+	}); err != nil {
 		return err
 	}
 	d.buildBuckets(s)
@@ -148,7 +173,7 @@ func (d *DataParallel) Setup(s *StepContext) error {
 			d.slots[i].view.CopyFrom(d.slots[i].v.Value)
 		}
 		if err := d.collective("broadcast parameters", func(ctx context.Context) error {
-			return d.comm.Broadcast(ctx, b.flat, 0)
+			return d.meter.Broadcast(ctx, b.flat, 0)
 		}); err != nil {
 			return err
 		}
@@ -164,7 +189,9 @@ func (d *DataParallel) Setup(s *StepContext) error {
 		}
 	}
 	for _, b := range bufs {
-		if err := d.broadcastTensor(b); err != nil {
+		if err := d.collective("broadcast "+b.name, func(ctx context.Context) error {
+			return broadcastTensor(ctx, d.meter, b.t)
+		}); err != nil {
 			return err
 		}
 	}
@@ -172,7 +199,8 @@ func (d *DataParallel) Setup(s *StepContext) error {
 	for i := range d.slots {
 		d.slots[i].v.OnGradReady(func(*autograd.Var) { d.gradReady(i) })
 	}
-	d.q = dist.NewQueue(d.ctx, d.comm)
+	d.q = dist.NewQueue(d.ctx, d.meter)
+	d.setup = d.meter.Traffic()
 	return nil
 }
 
@@ -191,23 +219,21 @@ func (d *DataParallel) collective(what string, op func(ctx context.Context) erro
 	return nil
 }
 
-// broadcastTensor copies rank 0's value of b into b on every rank, staging
-// it through a contiguous host tensor when b is not one.
-func (d *DataParallel) broadcastTensor(b namedTensor) error {
-	t := b.t
+// broadcastTensor copies rank 0's value of t into t on every rank,
+// staging it through a contiguous host tensor when t is not one.
+func broadcastTensor(ctx context.Context, c dist.Comm, t *tensor.Tensor) error {
 	host := isHost(t) && t.IsContiguous()
+	src := t
 	if !host {
-		t = tensor.Empty(b.t.Shape(), tensor.Of(b.t.DType()), tensor.On(cpu.Default()))
-		defer t.Release()
-		t.CopyFrom(b.t)
+		src = tensor.Empty(t.Shape(), tensor.Of(t.DType()), tensor.On(cpu.Default()))
+		defer src.Release()
+		src.CopyFrom(t)
 	}
-	if err := d.collective("broadcast "+b.name, func(ctx context.Context) error {
-		return d.comm.Broadcast(ctx, t, 0)
-	}); err != nil {
+	if err := c.Broadcast(ctx, src, 0); err != nil {
 		return err
 	}
 	if !host {
-		b.t.CopyFrom(t)
+		t.CopyFrom(src)
 	}
 	return nil
 }
@@ -217,11 +243,47 @@ func isHost(t *tensor.Tensor) bool {
 	return ok
 }
 
+// BroadcastModel checks that every rank of c has parameters and buffers
+// with the same names, dtypes and shapes, then copies rank 0's parameters
+// and buffers to the others: the start of every multi-worker strategy.
+func BroadcastModel(ctx context.Context, c dist.Comm, s *StepContext) error {
+	var bufs []namedTensor
+	if s.Model != nil {
+		for _, b := range s.Model.NamedBuffers() {
+			bufs = append(bufs, namedTensor{b.Name, b.Buffer})
+		}
+	}
+	if err := checkSameModel(ctx, c, s, bufs); err != nil {
+		return err
+	}
+	for _, p := range s.Params {
+		bufs = append(bufs, namedTensor{p.Name, p.Param.Value})
+	}
+	for _, b := range bufs {
+		if err := broadcastTensor(ctx, c, b.t); err != nil {
+			return fmt.Errorf("broadcast %s: %w", b.name, err)
+		}
+	}
+	return nil
+}
+
+// CheckSameModel checks that every rank of c has parameters and buffers
+// with the same names, dtypes and shapes, without changing them.
+func CheckSameModel(ctx context.Context, c dist.Comm, s *StepContext) error {
+	var bufs []namedTensor
+	if s.Model != nil {
+		for _, b := range s.Model.NamedBuffers() {
+			bufs = append(bufs, namedTensor{b.Name, b.Buffer})
+		}
+	}
+	return checkSameModel(ctx, c, s, bufs)
+}
+
 // checkSameModel all-gathers a 64-bit FNV-1a hash of the names, dtypes and
 // shapes of the parameters and buffers, as four 16-bit pieces in float32
 // (exact, so any backend can carry them), and names the ranks whose hash
 // differs from rank 0's.
-func (d *DataParallel) checkSameModel(s *StepContext, bufs []namedTensor) error {
+func checkSameModel(ctx context.Context, c dist.Comm, s *StepContext, bufs []namedTensor) error {
 	h := fnv.New64a()
 	for _, p := range s.Params {
 		fmt.Fprintf(h, "param %q %v %v %v\n", p.Name, p.Param.Value.DType(), p.Param.Value.Shape(), p.Param.RequiresGrad())
@@ -235,14 +297,12 @@ func (d *DataParallel) checkSameModel(s *StepContext, bufs []namedTensor) error 
 	for i := range mine {
 		mine[i] = float32(sum >> (16 * i) & 0xffff)
 	}
-	n := d.comm.Size()
+	n := c.Size()
 	src := tensor.FromSlice(mine, tensor.Shape{pieces}, tensor.On(cpu.Default()))
 	defer src.Release()
 	dst := tensor.Zeros(tensor.Shape{n * pieces}, tensor.On(cpu.Default()))
 	defer dst.Release()
-	if err := d.collective("check parameters", func(ctx context.Context) error {
-		return d.comm.AllGather(ctx, dst, src)
-	}); err != nil {
+	if err := c.AllGather(ctx, dst, src); err != nil {
 		return err
 	}
 	all := dst.Float32s()
@@ -256,7 +316,7 @@ func (d *DataParallel) checkSameModel(s *StepContext, bufs []namedTensor) error 
 		}
 	}
 	if len(differ) > 0 {
-		return fmt.Errorf("data parallel: the parameters or buffers of rank(s) %v differ from rank 0's in names, dtypes or shapes", differ)
+		return fmt.Errorf("the parameters or buffers of rank(s) %v differ from rank 0's in names, dtypes or shapes", differ)
 	}
 	return nil
 }
@@ -356,6 +416,7 @@ func (d *DataParallel) AfterBackward(*StepContext) error {
 		d.markReady(s)
 	}
 	var err error
+	start := time.Now()
 	for _, b := range d.buckets {
 		if werr := b.work.Wait(d.ctx); werr != nil && err == nil {
 			err = fmt.Errorf("data parallel: all-reduce of gradients: %w", werr)
@@ -363,6 +424,8 @@ func (d *DataParallel) AfterBackward(*StepContext) error {
 		b.work = nil
 		b.pending = len(b.slots)
 	}
+	d.blocked += time.Since(start)
+	d.steps++
 	d.next = 0
 	err = errors.Join(d.hookErr, err)
 	d.hookErr = nil

@@ -13,6 +13,11 @@ const (
 	KindTrain = "train"
 	// KindEval records hold an evaluation on the test set.
 	KindEval = "eval"
+	// KindSync records mark a synchronization of a local-update strategy:
+	// Step is the number of steps taken when it happened, H the length of
+	// the round it closed, and Comm.Consensus the workers' consensus
+	// distance just before it.
+	KindSync = "sync"
 )
 
 // Record is one line of a run's log (JSON Lines with --json).
@@ -36,6 +41,11 @@ type Record struct {
 	ImagesPerSec float64 `json:"img_per_s"`
 	// Elapsed is the run's wall time so far in seconds, across resumes.
 	Elapsed float64 `json:"elapsed_s"`
+	// H is the length of the round a KindSync record closes.
+	H int `json:"h,omitempty"`
+	// Comm is this worker's communication so far, for strategies that
+	// communicate.
+	Comm *CommStats `json:"comm,omitempty"`
 }
 
 // Progress is reported after every step, for progress bars.
@@ -69,6 +79,9 @@ type Summary struct {
 	// Evaluated reports whether TestLoss and TestAcc hold an evaluation.
 	Evaluated         bool
 	TestLoss, TestAcc float64
+	// Comm is this worker's communication, for strategies that
+	// communicate (nil otherwise).
+	Comm *CommStats
 }
 
 // meter accumulates per-image loss sums, correct counts and image counts.

@@ -1,6 +1,8 @@
 package train
 
 import (
+	"errors"
+
 	"github.com/flockml/flock/nn"
 	"github.com/flockml/flock/optim"
 	"github.com/flockml/flock/tensor"
@@ -64,6 +66,31 @@ type StepContext struct {
 	StepsPerEpoch, TotalSteps int
 	// LR is the learning rate of the current step.
 	LR float64
+
+	// emit and replay are the Trainer's; see Emit and TrainBatches.
+	emit   func(Record)
+	replay func(n int, fn func(x *tensor.Tensor)) error
+}
+
+// Emit sends r to the run's log (Options.OnRecord), as the Trainer's own
+// records go; strategies report synchronizations this way.
+func (s *StepContext) Emit(r Record) {
+	if s.emit != nil {
+		s.emit(r)
+	}
+}
+
+// TrainBatches calls fn with the inputs of up to n training batches of this
+// worker — the first batches, in order, of the epoch of the last step taken
+// — without recording gradients, and leaves the training position as it
+// was. Strategies re-estimate normalisation statistics on them before an
+// evaluation; the batches are a function of the step, so a resumed run
+// draws the same ones.
+func (s *StepContext) TrainBatches(n int, fn func(x *tensor.Tensor)) error {
+	if s.replay == nil {
+		return errors.New("train: TrainBatches outside a Trainer")
+	}
+	return s.replay(n, fn)
 }
 
 // LRAt returns the learning rate of step t of the run.
@@ -83,3 +110,59 @@ func (SingleWorker) AfterBackward(*StepContext) error { return nil }
 
 // AfterStep implements Strategy.
 func (SingleWorker) AfterStep(*StepContext) error { return nil }
+
+// EvalPreparer is implemented by strategies whose workers' models differ
+// between synchronizations (Local SGD, DiLoCo). When an evaluation is due
+// the Trainer calls BeforeEval on every rank — those that evaluate and, with
+// Options.PeerEvaluates, those whose peer does — then evaluates, then calls
+// the returned restore. BeforeEval leaves in the model what is to be
+// evaluated (the workers' average, with re-estimated normalisation
+// statistics); restore puts back the training state, so that evaluating
+// never changes the run's trajectory.
+type EvalPreparer interface {
+	BeforeEval(s *StepContext) (restore func() error, err error)
+}
+
+// CommReporter is implemented by strategies that communicate: the Trainer
+// puts their counts in its records and summary.
+type CommReporter interface {
+	CommStats() CommStats
+}
+
+// CommStats counts one worker's communication. Bytes are payload bytes
+// under the ring algorithms (dist.Meter), so that strategies compare by
+// what their algorithm needs whatever transport carries it.
+type CommStats struct {
+	// Sent and Received count the bytes of training (setup and evaluation
+	// apart) this worker sent and received.
+	Sent     int64 `json:"bytes_sent"`
+	Received int64 `json:"bytes_received"`
+	// Collectives is the number of collectives training issued.
+	Collectives int64 `json:"collectives"`
+	// Blocked is the time, in seconds, the training loop waited on
+	// communication.
+	Blocked float64 `json:"blocked_s"`
+	// Syncs is the number of synchronizations (every step for data
+	// parallel).
+	Syncs int64 `json:"syncs"`
+	// SetupBytes and EvalBytes are the bytes sent plus received to start
+	// the run (broadcast of the initial model) and to prepare evaluations.
+	SetupBytes int64 `json:"setup_bytes"`
+	EvalBytes  int64 `json:"eval_bytes"`
+	// DataParallelBytes is what data parallelism would have sent over the
+	// same steps: a gradient all-reduce per step.
+	DataParallelBytes int64 `json:"dp_bytes"`
+	// Consensus is the consensus distance at the last synchronization,
+	// mean over workers of ‖θ_k − θ̄‖ / ‖θ̄‖ (0 for data parallel).
+	Consensus float64 `json:"consensus"`
+}
+
+// Saving returns how many times fewer bytes training sent than data
+// parallelism would have: DataParallelBytes / Sent (0 before any
+// communication).
+func (c CommStats) Saving() float64 {
+	if c.Sent == 0 {
+		return 0
+	}
+	return float64(c.DataParallelBytes) / float64(c.Sent)
+}

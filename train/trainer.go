@@ -9,6 +9,7 @@ import (
 
 	"github.com/flockml/flock/autograd"
 	"github.com/flockml/flock/dataset"
+	"github.com/flockml/flock/dist"
 	"github.com/flockml/flock/nn"
 	"github.com/flockml/flock/nn/models"
 	"github.com/flockml/flock/optim"
@@ -30,6 +31,16 @@ type Options struct {
 	// Rank and World shard the training set over the workers of a
 	// data-parallel run (World 0 means 1); see dataset.Loader.
 	Rank, World int
+	// PeerEvaluates marks a worker without a test set whose peer (rank 0)
+	// evaluates: it still takes part in the strategy's preparation of each
+	// evaluation (EvalPreparer), whose collectives need every rank.
+	PeerEvaluates bool
+	// CheckpointComm, when set, makes checkpoints sets: every rank writes a
+	// file of its own (its parameters and optimizer state differ from the
+	// others' under local-update strategies) and rank 0 a manifest naming
+	// them, at CheckpointPath; see SaveCheckpoint. Every rank then needs
+	// CheckpointPath.
+	CheckpointComm dist.Comm
 }
 
 // Trainer trains one model on one data set.
@@ -59,6 +70,9 @@ type Trainer struct {
 	// elapsed is the wall time of the run before the current call to Run.
 	elapsed  time.Duration
 	runStart time.Time
+	// setFile is this rank's file of the last checkpoint set written or
+	// loaded, removed when the next set is in place.
+	setFile string
 }
 
 // New builds the model, optimizer, schedule and data loaders that cfg
@@ -134,6 +148,8 @@ func New(cfg Config, trainSet, testSet *dataset.Images, opts Options) (*Trainer,
 		Generator:     gen,
 		StepsPerEpoch: data.BatchesPerEpoch(),
 		TotalSteps:    t.TotalSteps(),
+		emit:          t.emit,
+		replay:        t.replay,
 	}
 	return t, nil
 }
@@ -200,7 +216,7 @@ func (t *Trainer) RunUntil(ctx context.Context, stop int) (Summary, error) {
 	for t.step < stop {
 		if ctx.Err() != nil {
 			err := fmt.Errorf("train: interrupted at step %d of %d: %w", t.step, t.TotalSteps(), context.Cause(ctx))
-			if p := t.opts.CheckpointPath; p != "" {
+			if p := t.opts.CheckpointPath; p != "" && t.opts.CheckpointComm == nil {
 				if cerr := t.SaveCheckpoint(p); cerr != nil {
 					return t.Summary(), errors.Join(err, cerr)
 				}
@@ -320,7 +336,7 @@ func (t *Trainer) logTrain() {
 	t.emit(Record{
 		Kind: KindTrain, Step: t.step, Epoch: (t.step-1)/t.StepsPerEpoch() + 1,
 		LR: t.sched.LR(t.step - 1), Loss: loss, Acc: acc, ImagesPerSec: t.interval.rate(),
-		Elapsed: t.Elapsed().Seconds(),
+		Elapsed: t.Elapsed().Seconds(), Comm: t.commStats(),
 	})
 	t.interval = meter{}
 }
@@ -336,15 +352,11 @@ func (t *Trainer) emit(r Record) {
 func (t *Trainer) endEpoch(e int) error {
 	t.logTrain()
 	t.prevEpoch, t.epoch = t.epoch, meter{}
-	if t.test != nil && (e == t.cfg.Epochs || t.cfg.EvalEvery > 0 && e%t.cfg.EvalEvery == 0) {
-		start := time.Now()
-		loss, acc := t.Evaluate()
-		t.evaluated, t.testLoss, t.testAcc = true, loss, acc
-		t.emit(Record{
-			Kind: KindEval, Step: t.step, Epoch: e, LR: t.sched.LR(t.step - 1),
-			Loss: loss, Acc: acc, ImagesPerSec: float64(t.test.Len()) / time.Since(start).Seconds(),
-			Elapsed: t.Elapsed().Seconds(),
-		})
+	due := e == t.cfg.Epochs || t.cfg.EvalEvery > 0 && e%t.cfg.EvalEvery == 0
+	if due && (t.test != nil || t.opts.PeerEvaluates) {
+		if err := t.evaluateEpoch(e); err != nil {
+			return err
+		}
 	}
 	if p := t.opts.CheckpointPath; p != "" {
 		if err := t.SaveCheckpoint(p); err != nil {
@@ -352,6 +364,68 @@ func (t *Trainer) endEpoch(e int) error {
 		}
 	}
 	return nil
+}
+
+// evaluateEpoch evaluates at the end of epoch e, letting the strategy
+// prepare the model first.
+func (t *Trainer) evaluateEpoch(e int) error {
+	start := time.Now()
+	var restore func() error
+	if p, ok := t.strategy.(EvalPreparer); ok {
+		var err error
+		if restore, err = p.BeforeEval(&t.sc); err != nil {
+			return fmt.Errorf("train: epoch %d: prepare evaluation: %w", e, err)
+		}
+	}
+	if t.test != nil {
+		loss, acc := t.Evaluate()
+		t.evaluated, t.testLoss, t.testAcc = true, loss, acc
+		t.emit(Record{
+			Kind: KindEval, Step: t.step, Epoch: e, LR: t.sched.LR(t.step - 1),
+			Loss: loss, Acc: acc, ImagesPerSec: float64(t.test.Len()) / time.Since(start).Seconds(),
+			Elapsed: t.Elapsed().Seconds(), Comm: t.commStats(),
+		})
+	}
+	if restore != nil {
+		if err := restore(); err != nil {
+			return fmt.Errorf("train: epoch %d: after evaluation: %w", e, err)
+		}
+	}
+	return nil
+}
+
+// commStats returns the strategy's communication counts, or nil when it
+// reports none.
+func (t *Trainer) commStats() *CommStats {
+	if r, ok := t.strategy.(CommReporter); ok {
+		c := r.CommStats()
+		return &c
+	}
+	return nil
+}
+
+// replay serves StepContext.TrainBatches.
+func (t *Trainer) replay(n int, fn func(x *tensor.Tensor)) error {
+	spe := t.StepsPerEpoch()
+	epoch := max(t.step-1, 0) / spe
+	var err error
+	autograd.NoGrad(func() {
+		for i := range min(n, spe) {
+			if err = t.data.Seek(dataset.Position{Epoch: epoch, Batch: i}); err != nil {
+				err = fmt.Errorf("train: %w", err)
+				return
+			}
+			b, ok := t.data.Next()
+			if !ok {
+				err = fmt.Errorf("train: no batch at epoch %d batch %d", epoch, i)
+				return
+			}
+			fn(b.X)
+			b.X.Release()
+			b.Y.Release()
+		}
+	})
+	return err
 }
 
 // Evaluate returns the mean cross-entropy (without label smoothing) and the
@@ -417,5 +491,6 @@ func (t *Trainer) Summary() Summary {
 		Evaluated:    t.evaluated,
 		TestLoss:     t.testLoss,
 		TestAcc:      t.testAcc,
+		Comm:         t.commStats(),
 	}
 }

@@ -113,7 +113,7 @@ func TestTrainJSON(t *testing.T) {
 	needData(t)
 	ckpt := filepath.Join(t.TempDir(), "mlp.safetensors")
 	var stdout, stderr bytes.Buffer
-	args := []string{"train", "--model", "mlp", "--epochs", "1", "--batch-size", "500", "--lr", "0.1", "--log-every", "40", "--json", "--checkpoint", ckpt}
+	args := []string{"train", "--workers", "1", "--model", "mlp", "--epochs", "1", "--batch-size", "500", "--lr", "0.1", "--log-every", "40", "--json", "--checkpoint", ckpt}
 	if code := run(args, &stdout, &stderr); code != exitOK {
 		t.Fatalf("exit status %d: %s", code, stderr.String())
 	}
@@ -143,7 +143,7 @@ func TestTrainJSON(t *testing.T) {
 	}
 
 	stdout.Reset()
-	if code := run([]string{"train", "--resume", ckpt}, &stdout, &stderr); code != exitOK {
+	if code := run([]string{"train", "--workers", "1", "--resume", ckpt}, &stdout, &stderr); code != exitOK {
 		t.Fatalf("resume: exit status %d: %s", code, stderr.String())
 	}
 	for _, w := range []string{"mlp", "resumed from " + ckpt + " at step 120", "test accuracy"} {
@@ -152,7 +152,7 @@ func TestTrainJSON(t *testing.T) {
 		}
 	}
 	stderr.Reset()
-	if code := run([]string{"train", "--resume", ckpt, "--model", "cnn"}, &stdout, &stderr); code != exitFailure {
+	if code := run([]string{"train", "--workers", "1", "--resume", ckpt, "--model", "cnn"}, &stdout, &stderr); code != exitFailure {
 		t.Errorf("resume into another model: exit status %d, want %d", code, exitFailure)
 	}
 	if !strings.Contains(stderr.String(), `it holds a "mlp" model, this run trains "cnn"`) {
@@ -167,7 +167,7 @@ func TestInterrupt(t *testing.T) {
 	dir := t.TempDir()
 	bin := flockBinary(t)
 	ckpt := filepath.Join(dir, "run.safetensors")
-	cmd := exec.Command(bin, "train", "--model", "mlp", "--batch-size", "100", "--log-every", "5", "--json", "--checkpoint", ckpt)
+	cmd := exec.Command(bin, "train", "--workers", "1", "--model", "mlp", "--batch-size", "100", "--log-every", "5", "--json", "--checkpoint", ckpt)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()

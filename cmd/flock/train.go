@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -19,10 +20,14 @@ import (
 	"github.com/flockml/flock/dist"
 	"github.com/flockml/flock/ffcv"
 	"github.com/flockml/flock/internal/term"
+	"github.com/flockml/flock/localopt"
 	"github.com/flockml/flock/nn"
 	"github.com/flockml/flock/nn/models"
 	"github.com/flockml/flock/train"
 )
+
+// defaultWorkers is the number of in-process workers of flock train.
+const defaultWorkers = 4
 
 // trainOptions are the flags of flock train that are not part of the run's
 // train.Config.
@@ -34,6 +39,7 @@ type trainOptions struct {
 	testData   string
 	download   bool
 	threads    int
+	stopAfter  int
 	workers    int
 }
 
@@ -64,7 +70,21 @@ func trainFlags(cfg *train.Config, o *trainOptions) *flag.FlagSet {
 	fs.BoolVar(&o.download, "download", o.download, "download Fashion-MNIST when it is not found")
 	fs.IntVar(&o.threads, "threads", o.threads, fmt.Sprintf("worker threads, GOMAXPROCS (0: all %d cores)", runtime.NumCPU()))
 	fs.IntVar(&cfg.TrainImages, "train-images", cfg.TrainImages, "train on the first `N` training images only (0: all)")
-	fs.IntVar(&o.workers, "workers", o.workers, "data-parallel workers in this process, `K` goroutines each taking --batch-size images per step (a step sees K × batch-size)")
+	fs.IntVar(&o.stopAfter, "stop-after", o.stopAfter, "stop after `STEP` steps of the run (the schedule still spans --epochs), writing the checkpoint to continue from with --resume (0: run to the end)")
+	fs.IntVar(&o.workers, "workers", o.workers, "workers in this process, `K` goroutines each taking --batch-size images per step and cooperating by --strategy")
+	sc := &cfg.Strategy
+	fs.StringVar(&sc.Name, "strategy", sc.Name, "how the workers cooperate: dp (gradients averaged every step), local (Local SGD/AdamW/LARS: parameters averaged every H steps), diloco (outer Nesterov SGD on the averaged change every H steps)")
+	fs.StringVar(&sc.Sync, "sync", sc.Sync, "how local and diloco choose H each round: constant (--h), post-local (H = 1, then --h after --post-local-switch), power (max(Hbase, ⌊(α/η)^γ⌋)), qsr (power with γ = 2)")
+	fs.IntVar(&sc.H, "h", sc.H, "`H` of the constant and post-local rules")
+	fs.IntVar(&sc.HBase, "h-base", sc.HBase, "`Hbase` of the power and qsr rules (also their H during the warm-up)")
+	fs.Float64Var(&sc.Alpha, "qsr-alpha", sc.Alpha, "`α` of the power and qsr rules (0: H = Hbase throughout)")
+	fs.Float64Var(&sc.Gamma, "power-gamma", sc.Gamma, "`γ` of the power rule")
+	fs.Float64Var(&sc.PostLocalSwitch, "post-local-switch", sc.PostLocalSwitch, "when post-local SGD starts its local steps, in `EPOCHS`")
+	fs.StringVar(&sc.AverageState, "average-state", sc.AverageState, "optimizer state averaged with the parameters by local, comma-separated `FIELDS`: momentum_buffer, exp_avg, exp_avg_sq (default: none, kept per worker)")
+	fs.IntVar(&sc.BNBatches, "bn-batches", sc.BNBatches, "training micro-batches on which local and diloco re-estimate batch-norm statistics before each evaluation (0: average the workers' own)")
+	fs.Float64Var(&sc.OuterLR, "outer-lr", sc.OuterLR, "diloco's outer learning rate")
+	fs.Float64Var(&sc.OuterMomentum, "outer-momentum", sc.OuterMomentum, "diloco's outer momentum")
+	fs.BoolVar(&sc.OuterNesterov, "outer-nesterov", sc.OuterNesterov, "diloco's outer Nesterov momentum (--outer-nesterov=false to turn off)")
 	return fs
 }
 
@@ -77,7 +97,7 @@ func writeModels(w io.Writer) {
 }
 
 func trainHelp(w io.Writer) {
-	cfg, o := train.DefaultConfig(), trainOptions{workers: 1}
+	cfg, o := train.DefaultConfig(), trainOptions{workers: defaultWorkers}
 	fs := trainFlags(&cfg, &o)
 	fmt.Fprint(w, `Usage: flock train [flags]
 
@@ -145,8 +165,12 @@ func usageError(stderr io.Writer, format string, a ...any) int {
 }
 
 func runTrain(args []string, stdout, stderr io.Writer) int {
-	cfg, o := train.DefaultConfig(), trainOptions{workers: 1}
+	cfg, o := train.DefaultConfig(), trainOptions{workers: defaultWorkers}
 	fs := trainFlags(&cfg, &o)
+	if helpAsked(args) {
+		trainHelp(stdout)
+		return exitOK
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			trainHelp(stdout)
@@ -175,6 +199,9 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 	if o.threads < 0 {
 		return usageError(stderr, "threads %d: want ≥ 0", o.threads)
 	}
+	if o.stopAfter < 0 {
+		return usageError(stderr, "stop-after %d: want ≥ 0", o.stopAfter)
+	}
 	if o.workers < 1 {
 		return usageError(stderr, "workers %d: want ≥ 1", o.workers)
 	}
@@ -186,8 +213,11 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "flock train: %v\n", err)
 		return exitFailure
 	}
-	if launched && o.workers > 1 {
-		return usageError(stderr, "--workers %d in a process started by a launcher (rank %d of %d): use one or the other", o.workers, env.Rank, env.Size)
+	if launched {
+		if flagGiven(fs, "workers") && o.workers > 1 {
+			return usageError(stderr, "--workers %d in a process started by a launcher (rank %d of %d): use one or the other", o.workers, env.Rank, env.Size)
+		}
+		o.workers = 1
 	}
 	if o.threads > 0 {
 		runtime.GOMAXPROCS(o.threads)
@@ -239,6 +269,33 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 	return trainWorkers(ctx, cfg, o, trainSet, testSet, comms, stdout, stderr)
 }
 
+// helpAsked reports whether args ask for help with a bare -h: the flag
+// --h (a synchronization period) takes a number, so "-h" followed by one
+// sets it, and "-h" alone or before another flag asks for help.
+func helpAsked(args []string) bool {
+	for i, a := range args {
+		if a == "--" {
+			return false
+		}
+		if a == "-h" || a == "--h" {
+			if i+1 == len(args) || strings.HasPrefix(args[i+1], "-") {
+				return true
+			}
+			if _, err := strconv.Atoi(args[i+1]); err != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// flagGiven reports whether the flag name was set on the command line.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
 // loadBeton reads the training set and, when testPath is set, the test set
 // from .beton files (fields image and label) into memory.
 func loadBeton(ctx context.Context, trainPath, testPath string) (trainSet, testSet *dataset.Images, err error) {
@@ -261,14 +318,21 @@ func launcherEnv() (dist.Env, bool, error) {
 	return env, env.Size > 1, nil
 }
 
-// worker is one data-parallel rank held by this process.
+// worker is one rank held by this process.
 type worker struct {
-	rank int
-	comm dist.Comm
-	dp   *train.DataParallel
-	t    *train.Trainer
-	sum  train.Summary
-	err  error
+	rank  int
+	comm  dist.Comm
+	strat train.Strategy
+	t     *train.Trainer
+	sum   train.Summary
+	err   error
+}
+
+// closeStrategy stops the worker's strategy (its queue, its buffers).
+func (w *worker) closeStrategy() {
+	if c, ok := w.strat.(interface{ Close() }); ok {
+		c.Close()
+	}
 }
 
 // trainWorkers trains with the workers this process holds: one alone when
@@ -294,9 +358,7 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSe
 			if w == nil {
 				continue
 			}
-			if w.dp != nil {
-				w.dp.Close()
-			}
+			w.closeStrategy()
 			if w.comm != nil {
 				w.comm.Close()
 			}
@@ -313,13 +375,22 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSe
 		test := testSet
 		if comms != nil {
 			w.comm, w.rank = comms[i], comms[i].Rank()
-			w.dp = train.NewDataParallel(w.comm, train.DataParallelOptions{Context: commCtx})
-			opts.Strategy, opts.Rank, opts.World = w.dp, w.rank, world
+			s, err := localopt.NewStrategy(w.comm, cfg.Strategy, cfg.StepsPerEpoch(trainSet.N, world), commCtx)
+			if err != nil {
+				fmt.Fprintf(stderr, "flock train: %v\n", err)
+				return exitFailure
+			}
+			w.strat = s
+			opts.Strategy, opts.Rank, opts.World = s, w.rank, world
+			if setCheckpoints(cfg) {
+				opts.CheckpointComm, opts.CheckpointPath = w.comm, o.checkpoint
+			}
 		}
 		if w.rank == 0 {
 			rank0 = w
 			opts.OnRecord, opts.OnProgress, opts.CheckpointPath = out.record, out.progress, o.checkpoint
 		} else {
+			opts.PeerEvaluates = testSet != nil
 			test = nil
 		}
 		t, err := train.New(cfg, trainSet, test, opts)
@@ -336,6 +407,7 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSe
 		}
 	}
 	if rank0 != nil {
+		out.strategy = strategyName(rank0.strat)
 		out.start(rank0.t, trainSet, testSet, o)
 	}
 
@@ -350,10 +422,17 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSe
 			if w.rank == 0 {
 				runCtx = ctx
 			}
-			w.sum, w.err = w.t.Run(runCtx)
+			stop := w.t.TotalSteps()
+			if o.stopAfter > 0 {
+				stop = min(stop, o.stopAfter)
+			}
+			w.sum, w.err = w.t.RunUntil(runCtx, stop)
+			if w.err == nil && stop < w.t.TotalSteps() && o.checkpoint != "" && (w.rank == 0 || comms != nil && setCheckpoints(cfg)) {
+				w.err = w.t.SaveCheckpoint(o.checkpoint)
+			}
 			if w.err == nil && len(ws) == 1 && w.comm != nil {
 				// The last all-reduce may still need this rank's peers.
-				w.dp.Close()
+				w.closeStrategy()
 				bctx, cancel := dist.WithDefaultTimeout(commCtx, dist.DefaultTimeout)
 				w.err = w.comm.Barrier(bctx)
 				cancel()
@@ -385,7 +464,11 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSe
 		t := ws[0].t
 		msg := fmt.Sprintf("flock train: interrupted after step %d of %d", t.Step(), t.TotalSteps())
 		if rank0 != nil && o.checkpoint != "" && errors.Is(rank0.err, context.Canceled) {
-			msg += fmt.Sprintf("; checkpoint written to %s (continue with --resume %[1]s)", o.checkpoint)
+			if comms != nil && setCheckpoints(cfg) {
+				msg += fmt.Sprintf("; the workers' checkpoints are written together at the end of each epoch: continue from the last with --resume %s", o.checkpoint)
+			} else {
+				msg += fmt.Sprintf("; checkpoint written to %s (continue with --resume %[1]s)", o.checkpoint)
+			}
 		}
 		fmt.Fprintln(stderr, msg)
 		return exitInterrupted
@@ -401,6 +484,25 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSe
 	return exitOK
 }
 
+// strategyName says what s does, for people.
+func strategyName(s train.Strategy) string {
+	switch s := s.(type) {
+	case nil:
+		return ""
+	case *train.DataParallel:
+		return "data parallel (gradients averaged every step)"
+	case fmt.Stringer:
+		return s.String()
+	}
+	return fmt.Sprintf("%T", s)
+}
+
+// setCheckpoints reports whether cfg's strategy lets the workers' models
+// differ, so that a checkpoint is a set of one file per worker.
+func setCheckpoints(cfg train.Config) bool {
+	return cfg.Strategy.Name == "local" || cfg.Strategy.Name == "diloco"
+}
+
 // reporter writes a run's records for people (a progress bar on a
 // terminal, plain lines otherwise) or as JSON Lines.
 type reporter struct {
@@ -412,6 +514,8 @@ type reporter struct {
 	drawn    bool
 	// workers scales rank 0's training throughput to the whole run's.
 	workers int
+	// strategy names how the workers cooperate.
+	strategy string
 }
 
 func newReporter(w io.Writer, jsonOut, terminal bool) *reporter {
@@ -445,6 +549,9 @@ func (r *reporter) start(t *train.Trainer, trainSet, testSet *dataset.Images, o 
 	}
 	fmt.Fprintf(r.w, "  %d epochs × %d steps of %s, %s, lr %g %s (warm-up %g epochs), weight decay %g, %d threads\n",
 		cfg.Epochs, t.StepsPerEpoch(), batch, opt, cfg.LR, cfg.Schedule, cfg.WarmupEpochs, cfg.WeightDecay, runtime.GOMAXPROCS(0))
+	if r.strategy != "" {
+		fmt.Fprintf(r.w, "  %d workers: %s\n", r.workers, r.strategy)
+	}
 	if o.resume != "" {
 		fmt.Fprintf(r.w, "  resumed from %s at step %d (epoch %d, batch %d)\n", o.resume, t.Step(), t.Position().Epoch+1, t.Position().Batch)
 	}
@@ -467,6 +574,8 @@ func (r *reporter) record(rec train.Record) {
 		return
 	}
 	switch rec.Kind {
+	case train.KindSync:
+		return
 	case train.KindTrain:
 		if r.terminal {
 			return
@@ -478,6 +587,20 @@ func (r *reporter) record(rec train.Record) {
 		fmt.Fprintf(r.w, "epoch %d test  loss %.4f  acc %5.2f%%  (%s)\n",
 			rec.Epoch, rec.Loss, 100*rec.Acc, seconds(rec.Elapsed))
 	}
+}
+
+// byteSize writes n bytes in the largest binary unit that keeps it ≥ 1.
+func byteSize(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, u := float64(n), 0
+	for v >= unit && u < 4 {
+		v /= unit
+		u++
+	}
+	return fmt.Sprintf("%.1f %ciB", v, " KMGT"[u])
 }
 
 func seconds(s float64) string {
@@ -507,16 +630,21 @@ func (r *reporter) progress(p train.Progress) {
 func (r *reporter) finish(s train.Summary) {
 	if r.json {
 		v := struct {
-			Kind         string   `json:"kind"`
-			Epochs       int      `json:"epochs"`
-			Steps        int      `json:"steps"`
-			Wall         float64  `json:"wall_s"`
-			ImagesPerSec float64  `json:"img_per_s"`
-			TrainLoss    float64  `json:"train_loss"`
-			TrainAcc     float64  `json:"train_acc"`
-			TestLoss     *float64 `json:"test_loss,omitempty"`
-			TestAcc      *float64 `json:"test_acc,omitempty"`
-		}{"summary", s.Epochs, s.Steps, s.Wall.Seconds(), s.ImagesPerSec, s.TrainLoss, s.TrainAcc, nil, nil}
+			Kind         string           `json:"kind"`
+			Epochs       int              `json:"epochs"`
+			Steps        int              `json:"steps"`
+			Wall         float64          `json:"wall_s"`
+			ImagesPerSec float64          `json:"img_per_s"`
+			TrainLoss    float64          `json:"train_loss"`
+			TrainAcc     float64          `json:"train_acc"`
+			TestLoss     *float64         `json:"test_loss,omitempty"`
+			TestAcc      *float64         `json:"test_acc,omitempty"`
+			Comm         *train.CommStats `json:"comm,omitempty"`
+			Saving       float64          `json:"comm_saving,omitempty"`
+		}{"summary", s.Epochs, s.Steps, s.Wall.Seconds(), s.ImagesPerSec, s.TrainLoss, s.TrainAcc, nil, nil, s.Comm, 0}
+		if s.Comm != nil {
+			v.Saving = s.Comm.Saving()
+		}
 		if s.Evaluated {
 			v.TestLoss, v.TestAcc = &s.TestLoss, &s.TestAcc
 		}
@@ -537,6 +665,14 @@ func (r *reporter) finish(s train.Summary) {
 	} else {
 		fmt.Fprintf(tw, "test loss\t-\n")
 		fmt.Fprintf(tw, "test accuracy\t-\n")
+	}
+	if c := s.Comm; c != nil {
+		fmt.Fprintf(tw, "synchronizations\t%d (%d collectives)\n", c.Syncs, c.Collectives)
+		fmt.Fprintf(tw, "sent per worker\t%s (data parallel: %s)\n", byteSize(c.Sent), byteSize(c.DataParallelBytes))
+		fmt.Fprintf(tw, "waiting on communication\t%s\n", (time.Duration(c.Blocked * float64(time.Second))).Round(10*time.Millisecond))
+		if c.Sent > 0 {
+			fmt.Fprintf(tw, "communication vs data parallel\t%.1f× less\n", c.Saving())
+		}
 	}
 	tw.Flush()
 }

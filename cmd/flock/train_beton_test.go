@@ -48,7 +48,7 @@ func TestTrainBeton(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			args := []string{"train", "--data", c.train, "--test-data", c.test, "--model", "mlp", "--epochs", "1", "--batch-size", "50", "--lr", "0.1", "--json"}
+			args := []string{"train", "--workers", "1", "--data", c.train, "--test-data", c.test, "--model", "mlp", "--epochs", "1", "--batch-size", "50", "--lr", "0.1", "--json"}
 			if code := run(args, &stdout, &stderr); code != exitOK {
 				t.Fatalf("exit status %d: %s", code, stderr.String())
 			}
@@ -68,7 +68,7 @@ func TestTrainBeton(t *testing.T) {
 	}
 
 	var stdout bytes.Buffer
-	if code := run([]string{"train", "--data", fmnist, "--model", "mlp", "--epochs", "1", "--batch-size", "100"}, &stdout, &bytes.Buffer{}); code != exitOK {
+	if code := run([]string{"train", "--workers", "1", "--data", fmnist, "--model", "mlp", "--epochs", "1", "--batch-size", "100"}, &stdout, &bytes.Buffer{}); code != exitOK {
 		t.Fatalf("without a test set: exit status %d", code)
 	}
 	out := stdout.String()

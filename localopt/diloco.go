@@ -1,0 +1,224 @@
+package localopt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/flockml/flock/backend/cpu"
+	"github.com/flockml/flock/dist"
+	"github.com/flockml/flock/tensor"
+	"github.com/flockml/flock/train"
+)
+
+// OuterOptions set DiLoCo's outer optimizer, SGD with momentum.
+type OuterOptions struct {
+	// LR is the outer learning rate (DiLoCo's 0.7).
+	LR float64
+	// Momentum μ (0.9) and Nesterov (true) as in torch.optim.SGD.
+	Momentum float64
+	Nesterov bool
+}
+
+// DefaultOuter returns the outer optimizer of Douillard et al. (2023):
+// SGD with lr 0.7 and Nesterov momentum 0.9.
+func DefaultOuter() OuterOptions { return OuterOptions{LR: 0.7, Momentum: 0.9, Nesterov: true} }
+
+// DiLoCo is Distributed Low-Communication training (Douillard et al.,
+// 2023). Each round every worker starts from the global parameters
+// θ_prev, takes H inner steps with its own optimizer (whose state it
+// keeps), and then the pseudo-gradient
+//
+//	Δ = (1/K) Σ_k (θ_prev − θ_k)
+//
+// is all-reduced and the outer optimizer — SGD with momentum, as
+// torch.optim.SGD computes it — steps θ_prev with Δ as its gradient:
+//
+//	b ← μ·b + Δ (b ← Δ at the first outer step);  d = Δ + μ·b (Nesterov) or b
+//	θ_prev ← θ_prev − η_outer·d
+//
+// after which every worker continues from the new θ_prev (bit-identical
+// on all of them). With η_outer = 1 and μ = 0 the outer step is θ_prev − Δ =
+// the workers' average: Local SGD. H comes from any SyncSchedule, so
+// DiLoCo composes with QSR. θ_prev and the outer momentum are checkpointed.
+type DiLoCo struct {
+	core
+	outer    OuterOptions
+	prev     *tensor.Tensor // θ_prev, flat on the host
+	mom      *tensor.Tensor // the outer momentum buffer b
+	delta    *tensor.Tensor // Δ, kept while the consensus is measured
+	hasMom   bool
+	loadPrev *tensor.Tensor
+	loadMom  *tensor.Tensor
+}
+
+var (
+	_ train.Strategy     = (*DiLoCo)(nil)
+	_ train.Stateful     = (*DiLoCo)(nil)
+	_ train.EvalPreparer = (*DiLoCo)(nil)
+	_ train.CommReporter = (*DiLoCo)(nil)
+)
+
+// NewDiLoCo returns DiLoCo over c with the given outer optimizer.
+// Options.AverageState is refused: inner optimizer state stays per worker.
+func NewDiLoCo(c dist.Comm, opt Options, outer OuterOptions) (*DiLoCo, error) {
+	if len(opt.AverageState) > 0 {
+		return nil, errors.New("diloco: inner optimizer state stays with each worker (AverageState is for Local)")
+	}
+	if !(outer.LR > 0) || !(outer.Momentum >= 0 && outer.Momentum < 1) || outer.Nesterov && outer.Momentum == 0 {
+		return nil, fmt.Errorf("diloco: outer lr %v, momentum %v, Nesterov %v: want lr > 0, 0 ≤ momentum < 1, Nesterov only with momentum",
+			outer.LR, outer.Momentum, outer.Nesterov)
+	}
+	co, err := newCore(c, opt, "diloco")
+	if err != nil {
+		return nil, err
+	}
+	return &DiLoCo{core: co, outer: outer}, nil
+}
+
+// String names the strategy: "DiLoCo, inner AdamW (QSR …), outer SGD lr 0.7 …".
+func (d *DiLoCo) String() string {
+	o := fmt.Sprintf("outer SGD lr %g", d.outer.LR)
+	if d.outer.Momentum > 0 {
+		o += fmt.Sprintf(" momentum %g", d.outer.Momentum)
+		if d.outer.Nesterov {
+			o += " Nesterov"
+		}
+	}
+	return fmt.Sprintf("DiLoCo, inner %s, %s", d.describe(), o)
+}
+
+// Setup implements train.Strategy.
+func (d *DiLoCo) Setup(s *train.StepContext) error {
+	if err := d.begin(s); err != nil {
+		return err
+	}
+	if err := d.layout(); err != nil {
+		return err
+	}
+	d.delta = tensor.ZerosLike(d.flat)
+	d.mom = tensor.ZerosLike(d.flat)
+	d.prev = tensor.ZerosLike(d.flat)
+	if d.loadPrev != nil {
+		if d.loadPrev.NumElements() != d.prev.NumElements() || d.loadMom.NumElements() != d.mom.NumElements() {
+			return fmt.Errorf("diloco: the checkpoint's θ_prev has %d elements, this model's parameters %d", d.loadPrev.NumElements(), d.prev.NumElements())
+		}
+		d.prev.CopyFrom(d.loadPrev.View(d.prev.NumElements()))
+		d.mom.CopyFrom(d.loadMom.View(d.mom.NumElements()))
+		d.loadPrev.Release()
+		d.loadMom.Release()
+		d.loadPrev, d.loadMom = nil, nil
+		return nil
+	}
+	for i, t := range d.avg {
+		d.views[i].CopyFrom(t)
+	}
+	d.prev.CopyFrom(d.flat)
+	return nil
+}
+
+// AfterBackward implements train.Strategy.
+func (d *DiLoCo) AfterBackward(*train.StepContext) error { return nil }
+
+// AfterStep implements train.Strategy: at the end of a round it averages
+// the pseudo-gradients and takes the outer step.
+func (d *DiLoCo) AfterStep(s *train.StepContext) error {
+	done, err := d.step(s)
+	if err != nil || !done {
+		return err
+	}
+	if err := d.outerStep(); err != nil {
+		return fmt.Errorf("diloco: synchronization at step %d: %w", s.Step+1, err)
+	}
+	d.endRound(s)
+	return nil
+}
+
+func (d *DiLoCo) outerStep() error {
+	start := time.Now()
+	defer func() { d.blocked += time.Since(start) }()
+	for i, t := range d.avg {
+		d.views[i].CopyFrom(t)
+	}
+	// flat ← Δ_k = θ_prev − θ_k, then its mean over the workers.
+	d.flat.MulScalarInPlace(-1)
+	d.flat.AddInPlace(d.prev)
+	if err := d.collective("all-reduce", func(ctx context.Context) error {
+		return d.meter.AllReduce(ctx, d.flat, dist.Avg)
+	}); err != nil {
+		return err
+	}
+	// The consensus distance compares θ_k with θ̄ = θ_prev − Δ.
+	d.delta.CopyFrom(d.flat)
+	d.flat.MulScalarInPlace(-1)
+	d.flat.AddInPlace(d.prev)
+	if err := d.measureConsensus(); err != nil {
+		return err
+	}
+	step := d.delta
+	if mu := d.outer.Momentum; mu > 0 {
+		if !d.hasMom {
+			d.mom.CopyFrom(d.delta)
+			d.hasMom = true
+		} else {
+			d.mom.MulScalarInPlace(mu)
+			d.mom.AddInPlace(d.delta)
+		}
+		if d.outer.Nesterov {
+			d.delta.AddScaledInPlace(mu, d.mom)
+		} else {
+			step = d.mom
+		}
+	}
+	d.prev.AddScaledInPlace(-d.outer.LR, step)
+	d.flat.CopyFrom(d.prev)
+	for i, t := range d.avg {
+		t.CopyFrom(d.views[i])
+	}
+	return nil
+}
+
+// State implements train.Stateful: θ_prev, the outer momentum, the round
+// and the accounting.
+func (d *DiLoCo) State() (map[string]*tensor.Tensor, map[string]string) {
+	sc := d.scalars()
+	sc["outer.has_momentum"] = strconv.FormatBool(d.hasMom)
+	sc["outer"] = fmt.Sprintf("%+v", d.outer)
+	return map[string]*tensor.Tensor{"prev": d.prev.Clone(), "outer.momentum": d.mom.Clone()}, sc
+}
+
+// LoadState implements train.Stateful. It runs before Setup.
+func (d *DiLoCo) LoadState(ts map[string]*tensor.Tensor, sc map[string]string) error {
+	prev, ok1 := ts["prev"]
+	mom, ok2 := ts["outer.momentum"]
+	if !ok1 || !ok2 || len(ts) != 2 {
+		return errors.New("diloco: the checkpoint's strategy state lacks prev and outer.momentum")
+	}
+	if got := fmt.Sprintf("%+v", d.outer); sc["outer"] != got {
+		return fmt.Errorf("diloco: the checkpoint's outer optimizer is %s, this run's %s", sc["outer"], got)
+	}
+	has, err := strconv.ParseBool(sc["outer.has_momentum"])
+	if err != nil {
+		return fmt.Errorf("diloco: state outer.has_momentum %q: %w", sc["outer.has_momentum"], err)
+	}
+	if err := d.loadScalars(sc); err != nil {
+		return err
+	}
+	d.hasMom = has
+	d.loadPrev = prev.To(cpu.Default())
+	d.loadMom = mom.To(cpu.Default())
+	return nil
+}
+
+// Close frees the strategy's buffers.
+func (d *DiLoCo) Close() {
+	d.release()
+	for _, t := range []*tensor.Tensor{d.prev, d.mom, d.delta, d.loadPrev, d.loadMom} {
+		if t != nil {
+			t.Release()
+		}
+	}
+	d.prev, d.mom, d.delta, d.loadPrev, d.loadMom = nil, nil, nil, nil, nil
+}

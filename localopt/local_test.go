@@ -1,0 +1,582 @@
+package localopt_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/flockml/flock/autograd"
+	"github.com/flockml/flock/dataset"
+	"github.com/flockml/flock/dist"
+	"github.com/flockml/flock/localopt"
+	"github.com/flockml/flock/nn"
+	"github.com/flockml/flock/tensor"
+	"github.com/flockml/flock/train"
+)
+
+// bands returns n noisy h×w images with c channels in 4 classes; class k
+// is bright in a horizontal band of rows that depends on k.
+func bands(n, c, h, w int, seed uint64) *dataset.Images {
+	r := rand.New(rand.NewPCG(seed, 1))
+	m := &dataset.Images{N: n, H: h, W: w, C: c, Pixels: make([]uint8, n*h*w*c), Labels: make([]int32, n), Classes: []string{"a", "b", "c", "d"}}
+	for i := range n {
+		k := r.IntN(4)
+		m.Labels[i] = int32(k)
+		for p, px := range m.Image(i) {
+			_ = px
+			v := r.IntN(100)
+			if row := p / (w * c); row*4/h == k {
+				v += 120
+			}
+			m.Image(i)[p] = uint8(v)
+		}
+	}
+	return m
+}
+
+// smallConfig trains the MLP for 3 epochs of 6 steps per worker (K = 2,
+// batch 8, 96 images) with momentum SGD.
+func smallConfig() train.Config {
+	cfg := train.DefaultConfig()
+	cfg.Model = "mlp"
+	cfg.Epochs = 3
+	cfg.BatchSize = 8
+	cfg.LR = 0.05
+	cfg.WarmupEpochs = 0.5
+	cfg.LogEvery = 1
+	cfg.EvalBatchSize = 32
+	cfg.EvalEvery = 1
+	return cfg
+}
+
+// snapshot is a worker's state after a step: its parameters, and whether
+// the step ended a round.
+type snapshot struct {
+	step   int
+	synced bool
+	params map[string][]float32
+}
+
+// watch wraps a strategy and records the parameters after every step.
+type watch struct {
+	train.Strategy
+	snaps []snapshot
+}
+
+func (w *watch) AfterStep(s *train.StepContext) error {
+	if err := w.Strategy.AfterStep(s); err != nil {
+		return err
+	}
+	synced := true
+	if p, ok := w.Strategy.(interface{ Period() (int, int) }); ok {
+		start, _ := p.Period()
+		synced = start == s.Step+1
+	}
+	w.snaps = append(w.snaps, snapshot{s.Step, synced, params(s.Params)})
+	return nil
+}
+
+func (w *watch) State() (map[string]*tensor.Tensor, map[string]string) {
+	return w.Strategy.(train.Stateful).State()
+}
+
+func (w *watch) LoadState(ts map[string]*tensor.Tensor, sc map[string]string) error {
+	return w.Strategy.(train.Stateful).LoadState(ts, sc)
+}
+
+func (w *watch) BeforeEval(s *train.StepContext) (func() error, error) {
+	if p, ok := w.Strategy.(train.EvalPreparer); ok {
+		return p.BeforeEval(s)
+	}
+	return func() error { return nil }, nil
+}
+
+func (w *watch) CommStats() train.CommStats { return w.Strategy.(train.CommReporter).CommStats() }
+
+func (w *watch) Close() {
+	if c, ok := w.Strategy.(interface{ Close() }); ok {
+		c.Close()
+	}
+}
+
+func params(ps []nn.NamedParameter) map[string][]float32 {
+	out := map[string][]float32{}
+	for _, p := range ps {
+		c := p.Param.Value.Contiguous()
+		out[p.Name] = slices.Clone(c.Float32s())
+		c.Release()
+	}
+	return out
+}
+
+// run is one worker's outcome.
+type run struct {
+	snaps   []snapshot
+	records []train.Record
+	final   map[string][]float32
+	stats   train.CommStats
+	err     error
+}
+
+// runK trains cfg on k in-process workers with the strategies made by
+// mk; ranks other than 0 start from perturbed weights, which the
+// strategy's Setup must replace by rank 0's. With stop > 0 each worker
+// stops after stop steps, writes a checkpoint set at ckpt, and new workers
+// resume from it.
+func runK(t *testing.T, cfg train.Config, data, test *dataset.Images, k int, mk func(c dist.Comm) train.Strategy, stop int, ckpt string) []run {
+	t.Helper()
+	out := make([]run, k)
+	phase := func(comms []dist.Comm, resume bool, until int) {
+		var wg sync.WaitGroup
+		for r := range k {
+			wg.Go(func() {
+				o := &out[r]
+				w := &watch{Strategy: mk(comms[r])}
+				defer w.Close()
+				opts := train.Options{Strategy: w, Rank: r, World: k, CheckpointComm: comms[r], CheckpointPath: ckpt,
+					OnRecord: func(rec train.Record) { o.records = append(o.records, rec) }}
+				ts := test
+				if r > 0 {
+					opts.PeerEvaluates, ts = test != nil, nil
+				}
+				tr, err := train.New(cfg, data, ts, opts)
+				if err != nil {
+					o.err = err
+					comms[r].Close()
+					return
+				}
+				defer tr.Close()
+				if resume {
+					if o.err = tr.LoadCheckpoint(ckpt); o.err != nil {
+						comms[r].Close()
+						return
+					}
+				} else if r > 0 {
+					g := tensor.NewGenerator(uint64(50 + r))
+					for _, p := range tr.Model().NamedParameters() {
+						noise := g.Normal(p.Param.Value.Shape(), 0, 0.1)
+						p.Param.Value.AddInPlace(noise)
+						noise.Release()
+					}
+				}
+				if _, o.err = tr.RunUntil(context.Background(), until); o.err != nil {
+					comms[r].Close()
+					return
+				}
+				if until < tr.TotalSteps() {
+					o.err = tr.SaveCheckpoint(ckpt)
+				}
+				o.snaps = append(o.snaps, w.snaps...)
+				o.final = params(tr.Model().NamedParameters())
+				o.stats = w.CommStats()
+			})
+		}
+		wg.Wait()
+		for _, c := range comms {
+			c.Close()
+		}
+		for r := range out {
+			if out[r].err != nil {
+				t.Fatalf("rank %d: %v", r, out[r].err)
+			}
+		}
+	}
+	if stop > 0 {
+		phase(dist.NewLocal(k), false, stop)
+		phase(dist.NewLocal(k), true, math.MaxInt)
+	} else {
+		phase(dist.NewLocal(k), false, math.MaxInt)
+	}
+	return out
+}
+
+func local(sched localopt.SyncSchedule, fields ...string) func(dist.Comm) train.Strategy {
+	return func(c dist.Comm) train.Strategy {
+		l, err := localopt.NewLocal(c, localopt.Options{Schedule: sched, AverageState: fields, BNBatches: 2})
+		if err != nil {
+			panic(err)
+		}
+		return l
+	}
+}
+
+func diloco(sched localopt.SyncSchedule, outer localopt.OuterOptions) func(dist.Comm) train.Strategy {
+	return func(c dist.Comm) train.Strategy {
+		d, err := localopt.NewDiLoCo(c, localopt.Options{Schedule: sched, BNBatches: 2}, outer)
+		if err != nil {
+			panic(err)
+		}
+		return d
+	}
+}
+
+// maxDiff returns the largest |a−b| / (1 + |a|) over the parameters.
+func maxDiff(a, b map[string][]float32) float64 {
+	d := 0.0
+	for name, x := range a {
+		for i, v := range x {
+			d = max(d, math.Abs(float64(v)-float64(b[name][i]))/(1+math.Abs(float64(v))))
+		}
+	}
+	return d
+}
+
+func equal(a, b map[string][]float32) bool {
+	for name, x := range a {
+		for i, v := range x {
+			if math.Float32bits(v) != math.Float32bits(b[name][i]) {
+				return false
+			}
+		}
+	}
+	return len(a) == len(b)
+}
+
+// TestH1IsDataParallel checks that K workers with H = 1 and momentum-free
+// SGD take the steps of data-parallel SGD, step for step.
+func TestH1IsDataParallel(t *testing.T) {
+	data := bands(96, 1, 8, 8, 1)
+	for _, k := range []int{2, 4} {
+		t.Run(fmt.Sprint("K=", k), func(t *testing.T) {
+			cfg := smallConfig()
+			cfg.Momentum, cfg.Nesterov, cfg.WeightDecay = 0, false, 0
+			cfg.BatchSize = 24 / k
+			loc := runK(t, cfg, data, nil, k, local(localopt.Constant{H: 1}), 0, "")
+			dp := runK(t, cfg, data, nil, k, func(c dist.Comm) train.Strategy {
+				return train.NewDataParallel(c, train.DataParallelOptions{})
+			}, 0, "")
+			if len(loc[0].snaps) != 12 || len(dp[0].snaps) != 12 {
+				t.Fatalf("%d and %d steps, want 12", len(loc[0].snaps), len(dp[0].snaps))
+			}
+			for i, s := range loc[0].snaps {
+				if d := maxDiff(dp[0].snaps[i].params, s.params); d > 2e-6 {
+					t.Errorf("step %d: local H = 1 differs from data parallel by %.3g", i, d)
+				}
+			}
+			// Averaging is linear, so momentum SGD would agree too; AdamW's
+			// per-worker moments make Local AdamW with H = 1 another
+			// algorithm than parallel AdamW, and the test tells them apart.
+			cfg.Optimizer, cfg.LR = "adamw", 1e-3
+			loc = runK(t, cfg, data, nil, k, local(localopt.Constant{H: 1}), 0, "")
+			dp = runK(t, cfg, data, nil, k, func(c dist.Comm) train.Strategy {
+				return train.NewDataParallel(c, train.DataParallelOptions{})
+			}, 0, "")
+			if d := maxDiff(dp[0].final, loc[0].final); d < 1e-4 {
+				t.Errorf("Local AdamW with H = 1 matches parallel AdamW (%.3g): per-worker state is not per worker", d)
+			}
+		})
+	}
+}
+
+// TestSyncBitIdentical checks that after every synchronization all
+// workers hold bit-identical parameters, that they differ between
+// synchronizations, and that the rounds follow the plan.
+func TestSyncBitIdentical(t *testing.T) {
+	data := bands(96, 1, 8, 8, 2)
+	cfg := smallConfig()
+	sched := localopt.QSR(0.03, 2)
+	for name, mk := range map[string]func(dist.Comm) train.Strategy{
+		"local":        local(sched),
+		"local+state":  local(sched, "momentum_buffer"),
+		"diloco":       diloco(sched, localopt.DefaultOuter()),
+		"local/K=3/H3": local(localopt.Constant{H: 3}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			k := 2
+			if name == "local/K=3/H3" {
+				k = 3
+			}
+			c := cfg
+			c.BatchSize = 48 / k / 6
+			runs := runK(t, c, data, nil, k, mk, 0, "")
+			var syncs, apart int
+			for i, s := range runs[0].snaps {
+				for r := 1; r < k; r++ {
+					same := equal(s.params, runs[r].snaps[i].params)
+					switch {
+					case s.synced && !same:
+						t.Errorf("step %d: rank %d differs from rank 0 after a synchronization", s.step, r)
+					case !s.synced && !same:
+						apart++
+					}
+				}
+				if s.synced {
+					syncs++
+				}
+			}
+			if apart == 0 {
+				t.Errorf("the workers never differed between synchronizations")
+			}
+			if got := runs[0].stats.Syncs; got != int64(syncs) {
+				t.Errorf("%d synchronizations counted, %d seen", got, syncs)
+			}
+			if !runs[0].snaps[len(runs[0].snaps)-1].synced {
+				t.Errorf("the run did not end with a synchronization")
+			}
+		})
+	}
+}
+
+// TestDiLoCoOuterLR1IsLocal checks DiLoCo's sign: outer SGD with lr 1 and
+// no momentum averages the parameters, as Local SGD does.
+func TestDiLoCoOuterLR1IsLocal(t *testing.T) {
+	data := bands(96, 1, 8, 8, 3)
+	cfg := smallConfig()
+	sched := localopt.Constant{H: 3}
+	loc := runK(t, cfg, data, nil, 2, local(sched), 0, "")
+	dl := runK(t, cfg, data, nil, 2, diloco(sched, localopt.OuterOptions{LR: 1}), 0, "")
+	for i, s := range loc[0].snaps {
+		if d := maxDiff(s.params, dl[0].snaps[i].params); d > 1e-6 {
+			t.Fatalf("step %d: DiLoCo with outer lr 1 differs from Local SGD by %.3g", i, d)
+		}
+	}
+	// The default outer optimizer moves elsewhere.
+	dl = runK(t, cfg, data, nil, 2, diloco(sched, localopt.DefaultOuter()), 0, "")
+	if d := maxDiff(loc[0].final, dl[0].final); d < 1e-4 {
+		t.Errorf("DiLoCo with Nesterov outer momentum ends within %.3g of Local SGD", d)
+	}
+}
+
+// TestResumeMidRound stops a run in the middle of a round, writes a
+// checkpoint set, resumes new workers from it and checks that records and
+// final parameters equal the uninterrupted run's bit for bit.
+func TestResumeMidRound(t *testing.T) {
+	data := bands(96, 1, 8, 8, 4)
+	test := bands(40, 1, 8, 8, 5)
+	for name, mk := range map[string]func(dist.Comm) train.Strategy{
+		"local":  local(localopt.Constant{H: 4}, "momentum_buffer"),
+		"diloco": diloco(localopt.QSR(0.04, 3), localopt.DefaultOuter()),
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := smallConfig()
+			ckpt := filepath.Join(t.TempDir(), "run.ckpt")
+			whole := runK(t, cfg, data, test, 2, mk, 0, "")
+			parts := runK(t, cfg, data, test, 2, mk, 7, ckpt)
+			if whole[0].snaps[6].synced {
+				t.Fatalf("step 7 ends a round; the test wants one mid-round")
+			}
+			for r := range 2 {
+				if !equal(whole[r].final, parts[r].final) {
+					t.Errorf("rank %d: final parameters differ after resuming mid-round", r)
+				}
+			}
+			a, b := whole[0].records, parts[0].records
+			if len(a) != len(b) {
+				t.Fatalf("%d records, resumed run %d", len(a), len(b))
+			}
+			for i := range a {
+				ra, rb := a[i], b[i]
+				if ra.Kind != rb.Kind || ra.Step != rb.Step || ra.Loss != rb.Loss || ra.Acc != rb.Acc || ra.H != rb.H ||
+					(ra.Comm == nil) != (rb.Comm == nil) || ra.Comm != nil && (ra.Comm.Sent != rb.Comm.Sent || ra.Comm.Consensus != rb.Comm.Consensus || ra.Comm.Syncs != rb.Comm.Syncs) {
+					t.Errorf("record %d: %+v, resumed %+v", i, ra, rb)
+				}
+			}
+		})
+	}
+}
+
+// TestEvalKeepsTrajectory checks that evaluating mid-round (the average
+// taken into the model, batch norm re-estimated, all put back) changes
+// nothing of training, and that its bytes are counted apart.
+func TestEvalKeepsTrajectory(t *testing.T) {
+	data := bands(64, 3, 8, 8, 6)
+	test := bands(20, 3, 8, 8, 7)
+	cfg := smallConfig()
+	cfg.Model = "resnet20"
+	cfg.Epochs = 2
+	cfg.BatchSize = 8
+	mk := local(localopt.Constant{H: 3})
+	with := runK(t, cfg, data, test, 2, mk, 0, "")
+	without := runK(t, cfg, data, nil, 2, mk, 0, "")
+	for r := range 2 {
+		if !equal(with[r].final, without[r].final) {
+			t.Errorf("rank %d: evaluating changed the trajectory", r)
+		}
+	}
+	if with[0].stats.EvalBytes == 0 || without[0].stats.EvalBytes != 0 {
+		t.Errorf("evaluation bytes %d with evaluation, %d without", with[0].stats.EvalBytes, without[0].stats.EvalBytes)
+	}
+	if with[0].stats.Sent != without[0].stats.Sent {
+		t.Errorf("training sent %d bytes with evaluation, %d without", with[0].stats.Sent, without[0].stats.Sent)
+	}
+}
+
+// TestCommAccounting checks the bytes and collectives of Local SGD against
+// the ring all-reduce's cost, and the saving against data parallel.
+func TestCommAccounting(t *testing.T) {
+	data := bands(96, 1, 8, 8, 8)
+	cfg := smallConfig()
+	k := 4
+	cfg.BatchSize = 4
+	runs := runK(t, cfg, data, nil, k, local(localopt.Constant{H: 3}), 0, "")
+	m, err := newMLP(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pbytes := int64(4 * nn.NumParameters(m))
+	m.Release()
+	st := runs[0].stats
+	steps := int64(len(runs[0].snaps))
+	syncs := (steps + 2) / 3
+	wantSent := syncs * (dist.AllReduceBytes(pbytes, k) + dist.AllReduceBytes(4, k))
+	if st.Syncs != syncs || st.Sent != wantSent || st.Received != wantSent || st.Collectives != 2*syncs {
+		t.Errorf("stats %+v; want %d syncs, %d bytes each way in %d collectives", st, syncs, wantSent, 2*syncs)
+	}
+	if st.DataParallelBytes != steps*dist.AllReduceBytes(pbytes, k) {
+		t.Errorf("data-parallel bytes %d, want %d", st.DataParallelBytes, steps*dist.AllReduceBytes(pbytes, k))
+	}
+	if s := st.Saving(); math.Abs(s-3) > 0.01 {
+		t.Errorf("saving %.3f×, want ≈ 3× (H = 3)", s)
+	}
+	if st.Consensus <= 0 || st.Consensus > 1 {
+		t.Errorf("consensus distance %v, want in (0, 1]", st.Consensus)
+	}
+}
+
+func newMLP(cfg train.Config) (nn.Layer, error) {
+	tr, err := train.New(cfg, bands(16, 1, 8, 8, 9), nil, train.Options{})
+	if err != nil {
+		return nil, err
+	}
+	// The Trainer's model, detached from it: the optimizer holds no state yet.
+	return tr.Model(), nil
+}
+
+// TestBNReestimation checks, at an evaluation mid-round, that each
+// worker's batch-norm statistics are the cumulative average over its first
+// micro-batches of the epoch — computed here in closed form from the
+// averaged model's first convolution — and that the statistics evaluated
+// are the mean of the workers'.
+func TestBNReestimation(t *testing.T) {
+	data := bands(64, 3, 8, 8, 10)
+	test := bands(20, 3, 8, 8, 11)
+	cfg := smallConfig()
+	cfg.Model = "resnet20"
+	cfg.Epochs = 2
+	cfg.BatchSize = 8
+	const k, nb = 2, 2
+	type seen struct{ mean, vr, want, wantVar []float64 }
+	got := make([]seen, k)
+	var wg sync.WaitGroup
+	comms := dist.NewLocal(k)
+	for r := range k {
+		wg.Go(func() {
+			l, err := localopt.NewLocal(comms[r], localopt.Options{Schedule: localopt.Constant{H: 5}, BNBatches: nb})
+			if err != nil {
+				panic(err)
+			}
+			defer l.Close()
+			p := &probe{Local: l, rank: r, k: k, cfg: cfg, data: data, n: nb}
+			ts := test
+			if r > 0 {
+				ts = nil
+			}
+			tr, err := train.New(cfg, data, ts, train.Options{Strategy: p, Rank: r, World: k, PeerEvaluates: r > 0})
+			if err != nil {
+				panic(err)
+			}
+			defer tr.Close()
+			if _, err := tr.Run(context.Background()); err != nil {
+				t.Errorf("rank %d: %v", r, err)
+			}
+			got[r] = seen{p.mean, p.vr, p.want, p.wantVar}
+		})
+	}
+	wg.Wait()
+	if got[0].mean == nil {
+		t.Fatal("no evaluation was prepared")
+	}
+	for c := range got[0].mean {
+		wm := (got[0].want[c] + got[1].want[c]) / 2
+		wv := (got[0].wantVar[c] + got[1].wantVar[c]) / 2
+		for r := range k {
+			if math.Abs(got[r].mean[c]-wm) > 1e-5*(1+math.Abs(wm)) || math.Abs(got[r].vr[c]-wv) > 1e-4*(1+math.Abs(wv)) {
+				t.Fatalf("rank %d channel %d: running mean %v var %v, want the workers' mean %v and %v", r, c, got[r].mean[c], got[r].vr[c], wm, wv)
+			}
+		}
+	}
+	if got[0].want[0] == got[1].want[0] {
+		t.Errorf("the two workers re-estimated the same statistics; the test cannot tell averaging from none")
+	}
+}
+
+// probe records, at the evaluation, the first batch norm's running
+// statistics and their closed form for this worker.
+type probe struct {
+	*localopt.Local
+	rank, k, n              int
+	cfg                     train.Config
+	data                    *dataset.Images
+	mean, vr, want, wantVar []float64
+}
+
+func (p *probe) BeforeEval(s *train.StepContext) (func() error, error) {
+	// The closed form needs the averaged weights, which BeforeEval puts in
+	// the model; the statistics it computes are then averaged, so compute
+	// this worker's own from the same weights after the call.
+	restore, err := p.Local.BeforeEval(s)
+	if err != nil {
+		return nil, err
+	}
+	var conv *nn.Conv2d
+	var bn *nn.BatchNorm2d
+	for _, m := range nn.NamedModules(s.Model) {
+		switch m := m.Module.(type) {
+		case *nn.Conv2d:
+			if conv == nil {
+				conv = m
+			}
+		case *nn.BatchNorm2d:
+			if bn == nil {
+				bn = m
+			}
+		}
+	}
+	if p.mean != nil {
+		return restore, nil
+	}
+	p.mean = toF64(bn.RunningMean)
+	p.vr = toF64(bn.RunningVar)
+	loader, err := dataset.NewLoader(p.data, dataset.LoaderOptions{BatchSize: p.cfg.BatchSize, Shuffle: true, Seed: p.cfg.Seed, Rank: p.rank, World: p.k})
+	if err != nil {
+		return nil, err
+	}
+	epoch := s.Step / s.StepsPerEpoch
+	if err := loader.Seek(dataset.Position{Epoch: epoch}); err != nil {
+		return nil, err
+	}
+	p.want = make([]float64, bn.Features)
+	p.wantVar = make([]float64, bn.Features)
+	autograd.NoGrad(func() {
+		for range p.n {
+			b, _ := loader.Next()
+			x := autograd.Const(b.X)
+			y := conv.Forward(x)
+			x.Release()
+			mean := y.Value.Mean(0, 2, 3)
+			vr := y.Value.Var(1, 0, 2, 3)
+			for c, v := range toF64(mean) {
+				p.want[c] += v / float64(p.n)
+			}
+			for c, v := range toF64(vr) {
+				p.wantVar[c] += v / float64(p.n)
+			}
+			mean.Release()
+			vr.Release()
+			y.Release()
+			b.Y.Release()
+		}
+	})
+	return restore, nil
+}
+
+func toF64(t *tensor.Tensor) []float64 {
+	c := t.Cast(tensor.Float64)
+	defer c.Release()
+	return slices.Clone(c.Float64s())
+}
