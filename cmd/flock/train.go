@@ -102,8 +102,9 @@ func trainHelp(w io.Writer) {
 	fmt.Fprint(w, `Usage: flock train [flags]
 
 Train a model on Fashion-MNIST (60000 training, 10000 test images) and
-report the test loss and accuracy. The defaults train the small CNN with
-Nesterov SGD and a cosine schedule to about 91% test accuracy in 5 epochs.
+report the test loss and accuracy. The defaults train the small CNN on 4
+workers with Local SGD (Nesterov momentum, a cosine schedule) whose
+synchronizations follow the Quadratic Synchronization Rule.
 
 Output: a progress bar when stdout is a terminal, periodic lines otherwise,
 then a summary table; with --json, one JSON object per line instead:
@@ -114,17 +115,36 @@ A checkpoint holds the model, the optimizer, the schedule's step, the random
 generator, the data position and the settings in one safetensors file; a
 run resumed from it continues exactly as if it had not stopped.
 
-Data parallel: with --workers K, K workers in this process each train on
-their own shard of the data with --batch-size images per step and average
-their gradients before every step, so a step sees K × batch-size images and
-the run follows one worker with --batch-size K × batch-size (the learning
-rate is not scaled). Started by a launcher — 'flock run --nproc K -- flock
-train', torchrun, srun or mpirun (RANK and WORLD_SIZE, SLURM_PROCID and
-SLURM_NTASKS, or OMPI_COMM_WORLD_RANK and _SIZE set) — each process is one
-worker and the workers meet at MASTER_ADDR:MASTER_PORT, authenticated by
-FLOCK_JOB_TOKEN. Worker 0 alone evaluates, reports and writes checkpoints;
-its training loss and accuracy are those of its shard, and images/s counts
-every worker.
+Workers: --workers K (default 4) trains K workers in this process, each on
+its own shard of the data with --batch-size images per step, cooperating by
+--strategy:
+  local   Local SGD (Local AdamW, Local LARS with --optimizer): each worker
+          steps alone for H steps, then the parameters are averaged in one
+          all-reduce; H comes from --sync (default qsr: the Quadratic
+          Synchronization Rule, H = max(Hbase, floor((α/η)²)), so rounds
+          lengthen as the learning rate decays). Optimizer state stays per
+          worker unless --average-state names it. Before each evaluation
+          the workers' average is evaluated, with batch-norm statistics
+          re-estimated on --bn-batches training batches and averaged.
+  diloco  like local, but an outer SGD (--outer-lr, --outer-momentum,
+          --outer-nesterov) steps the global parameters with the workers'
+          averaged change at the end of each round.
+  dp      data parallel: gradients averaged every step, so the run follows
+          one worker with batch K × batch-size.
+The summary reports the bytes each worker sent and how many times less that
+is than data parallel would have sent; --json adds a "sync" record at every
+synchronization. 'flock sync-plan' prints the rounds a rule gives without
+training. With --workers 1 one worker trains alone.
+
+Started by a launcher — 'flock run --nproc K -- flock train', torchrun, srun
+or mpirun (RANK and WORLD_SIZE, SLURM_PROCID and SLURM_NTASKS, or
+OMPI_COMM_WORLD_RANK and _SIZE set) — each process is one worker and the
+workers meet at MASTER_ADDR:MASTER_PORT, authenticated by FLOCK_JOB_TOKEN.
+Worker 0 alone evaluates and reports; its training loss and accuracy are
+those of its shard, and images/s counts every worker. Under local and
+diloco every worker writes its own checkpoint file (their models differ
+mid-round) and --checkpoint PATH names the set's manifest; these sets are
+written at the end of each epoch and at --stop-after.
 
 Flags:
 `)
@@ -153,8 +173,11 @@ Examples:
   flock train --model mlp --epochs 10 --optimizer adamw --lr 1e-3 --weight-decay 0.05
   flock train --checkpoint run.safetensors      # Ctrl-C, then:
   flock train --resume run.safetensors --checkpoint run.safetensors
-  flock train --workers 2                       # 2 × 128 images per step
-  flock run --nproc 2 -- flock train            # the same over TCP
+  flock train --workers 1                       # one worker alone
+  flock train --strategy dp                     # data parallel, 4 × 128 images per step
+  flock train --sync constant --h 8             # Local SGD, averaging every 8 steps
+  flock train --strategy diloco --optimizer adamw --lr 1e-3
+  flock run --nproc 4 -- flock train            # the default run over 4 processes
 `)
 }
 
