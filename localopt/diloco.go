@@ -154,7 +154,7 @@ func (d *DiLoCo) outerStep() error {
 	d.delta.CopyFrom(d.flat)
 	d.flat.MulScalarInPlace(-1)
 	d.flat.AddInPlace(d.prev)
-	if err := d.measureConsensus(); err != nil {
+	if err := d.measureConsensus(false); err != nil {
 		return err
 	}
 	step := d.delta

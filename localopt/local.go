@@ -5,8 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
+	"unsafe"
+
+	"github.com/flockml/flock/backend"
 
 	"github.com/flockml/flock/autograd"
 	"github.com/flockml/flock/backend/cpu"
@@ -344,27 +350,30 @@ func (c *core) average(s *train.StepContext, flat *tensor.Tensor, avg []*tensor.
 	}); err != nil {
 		return err
 	}
+	rest := avg
 	if consensus {
-		if err := c.measureConsensus(); err != nil {
+		// The parameters take θ̄ in the pass that measures them.
+		rest = avg[len(c.params):]
+		if err := c.measureConsensus(true); err != nil {
 			return err
 		}
 	}
-	for i, t := range avg {
-		t.CopyFrom(c.views[i])
+	for i, t := range rest {
+		t.CopyFrom(c.views[len(avg)-len(rest)+i])
 	}
 	return nil
 }
 
 // measureConsensus sets c.consensus to (1/K) Σ_k ‖θ_k − θ̄‖ / ‖θ̄‖, with
-// θ_k still in the parameters and θ̄ in flat's first nParam elements.
-func (c *core) measureConsensus() error {
+// θ_k still in the parameters and θ̄ in flat's first nParam elements; with
+// take, the parameters are set to θ̄ in the same pass.
+func (c *core) measureConsensus(take bool) error {
 	var dist2, norm2 float64
 	for i := range c.params {
 		v, p := c.views[i], c.avg[i]
-		d := p.Sub(v)
-		dist2 += sqNorm(d)
-		d.Release()
-		norm2 += sqNorm(v)
+		d, n := compare(p, v, take)
+		dist2 += d
+		norm2 += n
 	}
 	mine := 0.0
 	if norm2 > 0 {
@@ -379,6 +388,93 @@ func (c *core) measureConsensus() error {
 	}
 	c.consensus = t.Item()
 	return nil
+}
+
+// compare returns ‖p − v‖² and ‖v‖² and, with take, copies v into p: one
+// pass over host float32 memory, split among the cores, or tensor ops
+// elsewhere.
+func compare(p, v *tensor.Tensor, take bool) (dist2, norm2 float64) {
+	ps, ok1 := hostFloat32s(p)
+	vs, ok2 := hostFloat32s(v)
+	if !ok1 || !ok2 {
+		d := p.Sub(v)
+		dist2, norm2 = sqNorm(d), sqNorm(v)
+		d.Release()
+		if take {
+			p.CopyFrom(v)
+		}
+		return dist2, norm2
+	}
+	const chunk = 1 << 16
+	parts := (len(ps) + chunk - 1) / chunk
+	workers := min(runtime.GOMAXPROCS(0), parts)
+	d2 := make([]float64, parts)
+	n2 := make([]float64, parts)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				k := int(next.Add(1) - 1)
+				if k >= parts {
+					return
+				}
+				lo, hi := k*chunk, min((k+1)*chunk, len(ps))
+				d2[k], n2[k] = compareRun(ps[lo:hi], vs[lo:hi], take)
+			}
+		})
+	}
+	wg.Wait()
+	// Summed in chunk order: the result does not depend on the core count.
+	for k := range parts {
+		dist2 += d2[k]
+		norm2 += n2[k]
+	}
+	return dist2, norm2
+}
+
+// compareRun is compare's loop over one run of elements, with four
+// accumulators of each sum.
+func compareRun(p, v []float32, take bool) (float64, float64) {
+	var d0, d1, d2, d3, n0, n1, n2, n3 float64
+	i := 0
+	for ; i+4 <= len(p); i += 4 {
+		v0, v1, v2, v3 := float64(v[i]), float64(v[i+1]), float64(v[i+2]), float64(v[i+3])
+		e0, e1, e2, e3 := float64(p[i])-v0, float64(p[i+1])-v1, float64(p[i+2])-v2, float64(p[i+3])-v3
+		d0 += e0 * e0
+		d1 += e1 * e1
+		d2 += e2 * e2
+		d3 += e3 * e3
+		n0 += v0 * v0
+		n1 += v1 * v1
+		n2 += v2 * v2
+		n3 += v3 * v3
+	}
+	for ; i < len(p); i++ {
+		e := float64(p[i]) - float64(v[i])
+		d0 += e * e
+		n0 += float64(v[i]) * float64(v[i])
+	}
+	if take {
+		copy(p, v)
+	}
+	return d0 + d1 + d2 + d3, n0 + n1 + n2 + n3
+}
+
+// hostFloat32s returns the elements of a contiguous float32 host tensor in
+// place.
+func hostFloat32s(t *tensor.Tensor) ([]float32, bool) {
+	r := t.Raw()
+	hb, ok := r.Buf.(backend.HostBuffer)
+	if !ok || r.DType != tensor.Float32 || !t.IsContiguous() {
+		return nil, false
+	}
+	b := hb.Bytes()
+	n := t.NumElements()
+	if n == 0 || (r.Offset+n)*4 > len(b) {
+		return nil, false
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&b[r.Offset*4])), n), true
 }
 
 // sqNorm returns Σ t², accumulated in float64.
