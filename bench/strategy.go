@@ -1,0 +1,553 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/flockml/flock/autograd"
+	"github.com/flockml/flock/dataset"
+	"github.com/flockml/flock/dist"
+	"github.com/flockml/flock/localopt"
+	"github.com/flockml/flock/nn/models"
+	"github.com/flockml/flock/optim"
+	"github.com/flockml/flock/tensor"
+	"github.com/flockml/flock/train"
+)
+
+// What flock bench strategy compares: training steps under
+// train.SingleWorker and under Local SGD whose period outlasts the run (no
+// synchronization), and Local SGD's synchronization of every parameter
+// against a plain all-reduce of as many bytes.
+const (
+	ImplSingle    = "single"     // train.SingleWorker
+	ImplLocal     = "local"      // localopt.Local, constant H longer than the run
+	ImplLocalSync = "local-sync" // localopt.Local.AfterStep closing a round (H = 1)
+	ImplAllReduce = "allreduce"  // dist.Comm.AllReduce (Avg) of a flat float32 tensor
+)
+
+// Targets of flock bench strategy: local steps cost what single-worker
+// steps cost, and a synchronization reaches the all-reduce's bandwidth.
+const (
+	StepsTarget = 0.97 // single/local step time
+	SyncTarget  = 0.90 // local-sync/allreduce bus bandwidth
+)
+
+// noSync is the Local SGD period of the step measurement: longer than any
+// run, so that no round ends.
+const noSync = 1 << 30
+
+// StrategyStepsConfig is the in-process measurement of training steps:
+// two train.Trainers on the same synthetic data, one with
+// train.SingleWorker and one with localopt.Local over a one-rank Comm and
+// a period longer than the run, each run taking Steps steps, alternating.
+type StrategyStepsConfig struct {
+	Model                    string // a name registered in package nn/models
+	Batch                    int
+	Image, Channels, Classes int // square images of Image×Image×Channels, Classes labels
+	// Steps is the number of timed steps of each run.
+	Steps int
+	// Pairs is the number of measured pairs; each pair runs single and then
+	// local, and one warm-up pair comes first.
+	Pairs int
+	Seed  uint64
+}
+
+// StrategyStepsMeasurement is one run of Steps training steps of one
+// Trainer.
+type StrategyStepsMeasurement struct {
+	Record       string  `json:"record"` // "steps"
+	Impl         string  `json:"impl"`   // ImplSingle or ImplLocal
+	Strategy     string  `json:"strategy"`
+	Model        string  `json:"model"`
+	Batch        int     `json:"batch"`
+	Image        int     `json:"image"`
+	Channels     int     `json:"channels"`
+	Params       int     `json:"params"`
+	Steps        int     `json:"steps"`
+	FirstStep    int     `json:"first_step"` // the Trainer's step count before the run
+	Seconds      float64 `json:"seconds"`    // wall time of the run's steps
+	MsPerStep    float64 `json:"ms_per_step"`
+	ImagesPerSec float64 `json:"img_per_s"`
+	// TrainLoss is the Trainer's mean training loss over the current epoch
+	// after the run: the two Trainers take the same steps, so it is equal.
+	TrainLoss float64 `json:"train_loss"`
+	// Syncs counts Local's synchronizations so far (always 0; ImplLocal).
+	Syncs      int64     `json:"syncs"`
+	Threads    int       `json:"threads"`
+	Pair       int       `json:"pair"`
+	WarmupPair bool      `json:"warmup_pair"`
+	Time       time.Time `json:"time"`
+}
+
+// syntheticImages returns n random images of side×side×c pixels with
+// random labels in classes classes.
+func syntheticImages(n, side, c, classes int, seed uint64) *dataset.Images {
+	r := rand.New(rand.NewPCG(seed, 0x5eed))
+	m := &dataset.Images{N: n, H: side, W: side, C: c, Pixels: make([]uint8, n*side*side*c), Labels: make([]int32, n)}
+	for i := range m.Pixels {
+		m.Pixels[i] = uint8(r.UintN(256))
+	}
+	for i := range m.Labels {
+		m.Labels[i] = int32(r.IntN(classes))
+	}
+	for k := range classes {
+		m.Classes = append(m.Classes, strconv.Itoa(k))
+	}
+	return m
+}
+
+// stepsBatches is the number of batches of the synthetic training set of
+// the step measurement: epochs end every stepsBatches steps, as often for
+// both Trainers.
+const stepsBatches = 16
+
+// RunStrategySteps measures cfg: it builds both Trainers (train.DefaultConfig
+// with cfg's model and batch size, no logging, no test set), sets their
+// strategies up untimed, and then runs pairs of runs, single first, each
+// timing cfg.Steps steps of Trainer.RunUntil after a garbage collection.
+// Pair 0 is the warm-up pair. Each measurement is passed to emit (which may
+// be nil) as it comes; all are returned.
+func RunStrategySteps(ctx context.Context, cfg StrategyStepsConfig, emit func(StrategyStepsMeasurement)) ([]StrategyStepsMeasurement, error) {
+	if cfg.Batch < 1 || cfg.Image < 1 || cfg.Channels < 1 || cfg.Classes < 1 || cfg.Steps < 1 || cfg.Pairs < 0 {
+		return nil, fmt.Errorf("bench: strategy steps: batch %d, image %d, channels %d, classes %d, steps %d, pairs %d: want pairs ≥ 0, the rest ≥ 1",
+			cfg.Batch, cfg.Image, cfg.Channels, cfg.Classes, cfg.Steps, cfg.Pairs)
+	}
+	images := syntheticImages(stepsBatches*cfg.Batch, cfg.Image, cfg.Channels, cfg.Classes, cfg.Seed)
+	tc := train.DefaultConfig()
+	tc.Model, tc.BatchSize, tc.Seed = cfg.Model, cfg.Batch, cfg.Seed
+	tc.LogEvery, tc.EvalEvery = 0, 0
+	// One epoch more than the pairs need: the run never reaches its last
+	// step, where Local's only round would end.
+	need := (cfg.Pairs + 1) * cfg.Steps
+	tc.Epochs = need/stepsBatches + 2
+
+	single, err := train.New(tc, images, nil, train.Options{Strategy: train.SingleWorker{}})
+	if err != nil {
+		return nil, fmt.Errorf("bench: strategy steps: %w", err)
+	}
+	defer single.Close()
+	comm := dist.NewLocal(1)[0]
+	defer comm.Close()
+	loc, err := localopt.NewLocal(comm, localopt.Options{Schedule: localopt.Constant{H: noSync}, Context: ctx})
+	if err != nil {
+		return nil, fmt.Errorf("bench: strategy steps: %w", err)
+	}
+	defer loc.Close()
+	local, err := train.New(tc, images, nil, train.Options{Strategy: loc})
+	if err != nil {
+		return nil, fmt.Errorf("bench: strategy steps: %w", err)
+	}
+	defer local.Close()
+	// RunUntil(0) sets the strategy up and takes no step.
+	for _, t := range []*train.Trainer{single, local} {
+		if _, err := t.RunUntil(ctx, 0); err != nil {
+			return nil, fmt.Errorf("bench: strategy steps: %w", err)
+		}
+	}
+	if start, h := loc.Period(); start+h <= need {
+		return nil, fmt.Errorf("bench: strategy steps: Local's first round ends at step %d, within the %d steps measured", start+h, need)
+	}
+	params := 0
+	for _, p := range single.Model().NamedParameters() {
+		params += p.Param.Value.NumElements()
+	}
+	type impl struct {
+		name, strategy string
+		t              *train.Trainer
+	}
+	impls := []impl{{ImplSingle, "single worker", single}, {ImplLocal, loc.String(), local}}
+	var all []StrategyStepsMeasurement
+	for pair := 0; pair <= cfg.Pairs; pair++ {
+		for _, im := range impls {
+			first := im.t.Step()
+			runtime.GC()
+			t0 := time.Now()
+			sum, err := im.t.RunUntil(ctx, first+cfg.Steps)
+			secs := time.Since(t0).Seconds()
+			if err != nil {
+				return all, fmt.Errorf("bench: strategy steps: %s: %w", im.name, err)
+			}
+			if n := im.t.Step() - first; n != cfg.Steps {
+				return all, fmt.Errorf("bench: strategy steps: %s took %d steps, want %d", im.name, n, cfg.Steps)
+			}
+			m := StrategyStepsMeasurement{
+				Record: "steps", Impl: im.name, Strategy: im.strategy, Model: cfg.Model, Batch: cfg.Batch,
+				Image: cfg.Image, Channels: cfg.Channels, Params: params, Steps: cfg.Steps, FirstStep: first,
+				Seconds: secs, MsPerStep: 1000 * secs / float64(cfg.Steps), ImagesPerSec: float64(cfg.Batch*cfg.Steps) / secs,
+				TrainLoss: sum.TrainLoss, Threads: runtime.GOMAXPROCS(0),
+				Pair: pair, WarmupPair: pair == 0, Time: time.Now().UTC().Truncate(time.Second),
+			}
+			if im.name == ImplLocal {
+				m.Syncs = loc.CommStats().Syncs
+				if m.Syncs != 0 {
+					return all, fmt.Errorf("bench: strategy steps: Local synchronized %d times; its period should outlast the run", m.Syncs)
+				}
+			}
+			all = append(all, m)
+			if emit != nil {
+				emit(m)
+			}
+		}
+	}
+	return all, nil
+}
+
+// StrategyStepsSummary gives, for the measured pairs (the warm-up pair
+// left out), the milliseconds per step of each Trainer and the ratio
+// single/local of step times computed pair by pair: local's throughput as
+// a fraction of single's.
+type StrategyStepsSummary struct {
+	Model  string
+	Batch  int
+	Steps  int
+	Params int
+	Single Stats // ms per step
+	Local  Stats // ms per step
+	Ratio  Stats // single/local
+}
+
+// SummarizeStrategySteps summarises ms.
+func SummarizeStrategySteps(ms []StrategyStepsMeasurement) StrategyStepsSummary {
+	var s StrategyStepsSummary
+	single, local := map[int]float64{}, map[int]float64{}
+	for _, m := range ms {
+		s.Model, s.Batch, s.Steps, s.Params = m.Model, m.Batch, m.Steps, m.Params
+		if m.WarmupPair {
+			continue
+		}
+		switch m.Impl {
+		case ImplSingle:
+			single[m.Pair] = m.MsPerStep
+		case ImplLocal:
+			local[m.Pair] = m.MsPerStep
+		}
+	}
+	s.Single, s.Local, s.Ratio = pairStats(single, local)
+	return s
+}
+
+// pairStats returns the statistics of a's and b's figures and of the
+// ratios a/b of the pairs that have both.
+func pairStats(a, b map[int]float64) (sa, sb, ratio Stats) {
+	var xs, ys, rs []float64
+	for _, p := range sortedKeys(a) {
+		xs = append(xs, a[p])
+		if v, ok := b[p]; ok && v > 0 {
+			rs = append(rs, a[p]/v)
+		}
+	}
+	for _, p := range sortedKeys(b) {
+		ys = append(ys, b[p])
+	}
+	return StatsOf(xs), StatsOf(ys), StatsOf(rs)
+}
+
+// span writes s as "median (min–max)", or "–" for no figures.
+func span(s Stats, prec int) string {
+	if s.N == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.*f (%.*f–%.*f)", prec, s.Median, prec, s.Min, prec, s.Max)
+}
+
+// verdict says whether the median ratio meets target.
+func verdict(r Stats, target float64) string {
+	switch {
+	case r.N == 0:
+		return "–"
+	case r.Median >= target:
+		return "met"
+	}
+	return "missed"
+}
+
+// WriteStrategyStepsTable writes s as a Markdown table.
+func WriteStrategyStepsTable(w io.Writer, s StrategyStepsSummary) error {
+	_, err := fmt.Fprintf(w, "| model | params | batch | steps/run | single ms/step | local ms/step | single/local | target | pairs |\n"+
+		"|---|---:|---:|---:|---:|---:|---:|---|---:|\n"+
+		"| %s | %d | %d | %d | %s | %s | %s | ≥ %.2f %s | %d |\n",
+		s.Model, s.Params, s.Batch, s.Steps, span(s.Single, 2), span(s.Local, 2), span(s.Ratio, 3),
+		StepsTarget, verdict(s.Ratio, StepsTarget), s.Ratio.N)
+	return err
+}
+
+// StrategySyncWorkerConfig is what each rank of the synchronization
+// measurement does.
+type StrategySyncWorkerConfig struct {
+	Model                    string // a name registered in package nn/models
+	Image, Channels, Classes int    // the model's input and output
+	// Warmup is the number of untimed synchronizations, and then of
+	// untimed all-reduces, before the first pair.
+	Warmup int
+	// Iters is the number of timed operations of each kind in each pair;
+	// a pair's figure is their median.
+	Iters int
+	// Pairs is the number of measured pairs; each runs Iters
+	// synchronizations and then Iters all-reduces, and one warm-up pair
+	// comes first.
+	Pairs int
+	Seed  uint64
+}
+
+func (c StrategySyncWorkerConfig) validate() error {
+	if c.Image < 1 || c.Channels < 1 || c.Classes < 1 || c.Warmup < 0 || c.Iters < 1 || c.Pairs < 0 {
+		return fmt.Errorf("bench: strategy sync: image %d, channels %d, classes %d, warmup %d, iters %d, pairs %d: want warmup, pairs ≥ 0 and the rest ≥ 1",
+			c.Image, c.Channels, c.Classes, c.Warmup, c.Iters, c.Pairs)
+	}
+	return nil
+}
+
+// StrategySyncWorker is one rank of the synchronization measurement. It
+// builds cfg.Model's parameters (and an SGD optimizer over them) and a
+// localopt.Local with constant H = 1 over c, sets it up (rank 0's
+// parameters are broadcast), and a float32 tensor with as many elements
+// as the parameters that Local averages. Then, after cfg.Warmup untimed
+// operations of each kind, for each pair (pair 0 a warm-up) it times
+// cfg.Iters calls of Local.AfterStep, each closing a round — the copy of
+// the parameters into Local's flat buffer, its all-reduce (Avg), the
+// 4-byte all-reduce of the consensus distance and the copy back — and then
+// cfg.Iters plain c.AllReduce(Avg) of the tensor, each after a Barrier.
+// Rank 0 writes an AllReduceSample per pair and kind (Impl ImplLocalSync,
+// then ImplAllReduce) to out as a JSON line.
+func StrategySyncWorker(ctx context.Context, c dist.Comm, cfg StrategySyncWorkerConfig, out io.Writer) error {
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	fail := func(err error) error { return fmt.Errorf("bench: strategy sync worker: rank %d: %w", c.Rank(), err) }
+	model, err := models.Build(cfg.Model, models.Config{InChannels: cfg.Channels, Height: cfg.Image, Width: cfg.Image, NumClasses: cfg.Classes},
+		tensor.NewGenerator(cfg.Seed+uint64(c.Rank())))
+	if err != nil {
+		return fail(err)
+	}
+	defer model.Release()
+	params := model.NamedParameters()
+	vars := make([]*autograd.Var, len(params))
+	names := make([]string, len(params))
+	elems := 0
+	for i, p := range params {
+		vars[i], names[i] = p.Param, p.Name
+		if p.Param.RequiresGrad() {
+			elems += p.Param.Value.NumElements()
+		}
+	}
+	opt := optim.NewSGD([]*optim.Group{optim.NewGroup(vars, names, LearningRate, 0)}, optim.SGDOptions{Momentum: Momentum})
+	defer opt.Release()
+	const total = noSync
+	sc := &train.StepContext{
+		Params: params, Model: model, Optimizer: opt,
+		Schedule:  optim.Schedule{Base: LearningRate, Decay: optim.Constant, TotalSteps: total},
+		Generator: tensor.NewGenerator(cfg.Seed), StepsPerEpoch: total, TotalSteps: total, LR: LearningRate,
+	}
+	loc, err := localopt.NewLocal(c, localopt.Options{Schedule: localopt.Constant{H: 1}, Context: ctx})
+	if err != nil {
+		return fail(err)
+	}
+	defer loc.Close()
+	if err := loc.Setup(sc); err != nil {
+		return fail(err)
+	}
+	flat := tensor.Empty(tensor.Shape{elems})
+	defer flat.Release()
+	flat.Fill(float64(c.Rank() + 1))
+	sync := func() error {
+		err := loc.AfterStep(sc)
+		sc.Step++
+		return err
+	}
+	allReduce := func() error { return c.AllReduce(ctx, flat, dist.Avg) }
+	for _, op := range []func() error{sync, allReduce} {
+		for range cfg.Warmup {
+			if err := op(); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	n := c.Size()
+	version := runtime.Version()
+	transport := ""
+	if tc, ok := c.(interface{ Transport() string }); ok {
+		transport = tc.Transport()
+	}
+	enc := json.NewEncoder(out)
+	kinds := []struct {
+		impl string
+		op   func() error
+	}{{ImplLocalSync, sync}, {ImplAllReduce, allReduce}}
+	for range cfg.Pairs + 1 {
+		for _, k := range kinds {
+			runtime.GC()
+			secs := make([]float64, 0, cfg.Iters)
+			for range cfg.Iters {
+				if err := c.Barrier(ctx); err != nil {
+					return fail(err)
+				}
+				t0 := time.Now()
+				err := k.op()
+				secs = append(secs, time.Since(t0).Seconds())
+				if err != nil {
+					return fail(fmt.Errorf("%s: %w", k.impl, err))
+				}
+			}
+			if c.Rank() == 0 {
+				s := AllReduceSample{Impl: k.impl, Version: version, Transport: transport, NProc: n, Bytes: int64(4 * elems), Seconds: secs}
+				if err := enc.Encode(s); err != nil {
+					return fail(err)
+				}
+			}
+		}
+	}
+	// Every rank put rank+1 in, and averages keep the mean.
+	want := float32(n+1) / 2
+	for i, v := range flat.Float32s() {
+		if math.Abs(float64(v-want)) > 1e-6*float64(want) {
+			return fail(fmt.Errorf("all-reduce: element %d is %v, want %v", i, v, want))
+		}
+	}
+	if st := loc.CommStats(); st.Syncs != int64(sc.Step) {
+		return fail(fmt.Errorf("Local made %d synchronizations in %d steps, want one a step", st.Syncs, sc.Step))
+	}
+	_ = c.Barrier(ctx)
+	return nil
+}
+
+// Flags returns cfg as the flags of a worker command line.
+func (c StrategySyncWorkerConfig) Flags() []string {
+	return []string{"--model", c.Model, "--image", strconv.Itoa(c.Image), "--channels", strconv.Itoa(c.Channels),
+		"--classes", strconv.Itoa(c.Classes), "--warmup", strconv.Itoa(c.Warmup), "--iters", strconv.Itoa(c.Iters),
+		"--pairs", strconv.Itoa(c.Pairs), "--seed", strconv.FormatUint(c.Seed, 10)}
+}
+
+// StrategySyncConfig is the synchronization measurement over NProc
+// processes of this machine.
+type StrategySyncConfig struct {
+	StrategySyncWorkerConfig
+	NProc int
+	// Flock is the command line of a worker (StrategySyncWorker after
+	// dist.Init from the environment); the harness appends the worker
+	// config's Flags.
+	Flock []string
+	// Timeout bounds the run; 0 means 10 minutes.
+	Timeout time.Duration
+	// Stderr receives the ranks' standard error, each line prefixed with
+	// the rank; nil discards it.
+	Stderr io.Writer
+}
+
+// StrategySyncMeasurement is one pair's figure for one kind of
+// operation: the median T of its timed operations on S bytes of
+// parameters over n ranks, as bus bandwidth 2(n−1)/n·S/T.
+type StrategySyncMeasurement struct {
+	Record string `json:"record"` // "sync"
+	Model  string `json:"model"`
+	Params int64  `json:"params"` // the parameters averaged, S/4
+	AllReduceMeasurement
+}
+
+// RunStrategySync starts cfg.NProc workers on this machine as
+// RunAllReduce does (torchrun's variables on loopback) and yields one
+// measurement per pair and kind, passed to emit (which may be nil) as
+// they come, and returns them all, warm-up pair included.
+func RunStrategySync(ctx context.Context, cfg StrategySyncConfig, emit func(StrategySyncMeasurement)) ([]StrategySyncMeasurement, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.NProc < 1 {
+		return nil, fmt.Errorf("bench: strategy sync: %d processes, want ≥ 1", cfg.NProc)
+	}
+	if len(cfg.Flock) == 0 {
+		return nil, errors.New("bench: strategy sync: no worker command")
+	}
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Minute
+	}
+	argv := append(append([]string(nil), cfg.Flock...), cfg.Flags()...)
+	samples, err := launchRanks(ctx, timeout, ImplFlock, argv, cfg.NProc, cfg.Stderr)
+	if err != nil {
+		return nil, err
+	}
+	if want := 2 * (cfg.Pairs + 1); len(samples) != want {
+		return nil, fmt.Errorf("bench: strategy sync: the workers reported %d samples, want %d", len(samples), want)
+	}
+	var all []StrategySyncMeasurement
+	for i, s := range samples {
+		pair := i / 2
+		if want := []string{ImplLocalSync, ImplAllReduce}[i%2]; s.Impl != want || s.NProc != cfg.NProc {
+			return all, fmt.Errorf("bench: strategy sync: sample %d is %s over %d ranks, want %s over %d", i, s.Impl, s.NProc, want, cfg.NProc)
+		}
+		m, err := newMeasurement(s, cfg.Warmup, pair)
+		if err != nil {
+			return all, err
+		}
+		sm := StrategySyncMeasurement{Record: "sync", Model: cfg.Model, Params: s.Bytes / 4, AllReduceMeasurement: m}
+		all = append(all, sm)
+		if emit != nil {
+			emit(sm)
+		}
+	}
+	return all, nil
+}
+
+// StrategySyncSummary gives, for the measured pairs (the warm-up pair left
+// out), the bus bandwidth of Local's synchronization and of the plain
+// all-reduce in GB/s, and their ratio sync/all-reduce computed pair by
+// pair.
+type StrategySyncSummary struct {
+	Model     string
+	NProc     int
+	Bytes     int64
+	Transport string
+	Sync      Stats
+	AllReduce Stats
+	Ratio     Stats
+}
+
+// SummarizeStrategySync summarises ms.
+func SummarizeStrategySync(ms []StrategySyncMeasurement) StrategySyncSummary {
+	var s StrategySyncSummary
+	sync, ar := map[int]float64{}, map[int]float64{}
+	for _, m := range ms {
+		s.Model, s.NProc, s.Bytes, s.Transport = m.Model, m.NProc, m.Bytes, m.Transport
+		if m.WarmupPair {
+			continue
+		}
+		switch m.Impl {
+		case ImplLocalSync:
+			sync[m.Pair] = m.BusBW
+		case ImplAllReduce:
+			ar[m.Pair] = m.BusBW
+		}
+	}
+	s.Sync, s.AllReduce, s.Ratio = pairStats(sync, ar)
+	return s
+}
+
+// WriteStrategySyncTable writes s as a Markdown table.
+func WriteStrategySyncTable(w io.Writer, s StrategySyncSummary) error {
+	transport := s.Transport
+	if transport == "" {
+		transport = "–"
+	}
+	_, err := fmt.Fprintf(w, "| model | ranks | transport | bytes | Local sync bus GB/s | all-reduce bus GB/s | sync/all-reduce | target | pairs |\n"+
+		"|---|---:|---|---:|---:|---:|---:|---|---:|\n"+
+		"| %s | %d | %s | %s | %s | %s | %s | ≥ %.2f %s | %d |\n",
+		s.Model, s.NProc, transport, formatBytes(s.Bytes), span(s.Sync, 3), span(s.AllReduce, 3), span(s.Ratio, 3),
+		SyncTarget, verdict(s.Ratio, SyncTarget), s.Ratio.N)
+	return err
+}
+
+// formatBytes writes b in decimal megabytes when large, else in bytes.
+func formatBytes(b int64) string {
+	if b >= 1e6 {
+		return fmt.Sprintf("%.2f MB", float64(b)/1e6)
+	}
+	return fmt.Sprintf("%d B", b)
+}
