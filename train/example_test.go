@@ -15,6 +15,7 @@ func Example() {
 	cfg := train.DefaultConfig()
 	cfg.Model = "mlp"
 	cfg.Epochs = 3
+	cfg.LR = 0.05
 	cfg.BatchSize = 16
 	cfg.WarmupEpochs = 0.5
 	cfg.LogEvery = 0

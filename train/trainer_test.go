@@ -610,7 +610,7 @@ func TestConfigValidate(t *testing.T) {
 		{"nesterov", func(c *train.Config) { c.Momentum = 0 }, "nesterov needs momentum"},
 		{"decay", func(c *train.Config) { c.WeightDecay = -1 }, "weight decay -1"},
 		{"schedule", func(c *train.Config) { c.Schedule = "exp" }, "unknown schedule"},
-		{"warmup", func(c *train.Config) { c.WarmupEpochs = 5 }, "warm-up 5 epochs"},
+		{"warmup", func(c *train.Config) { c.WarmupEpochs = float64(c.Epochs) }, "warm-up 10 epochs"},
 		{"smoothing", func(c *train.Config) { c.LabelSmoothing = 1 }, "label smoothing 1"},
 		{"eval", func(c *train.Config) { c.EvalEvery = -2 }, "eval every -2"},
 		{"log", func(c *train.Config) { c.LogEvery = -1 }, "log every -1"},

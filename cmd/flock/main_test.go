@@ -27,7 +27,7 @@ func TestUsage(t *testing.T) {
 		{"no command", nil, exitUsage, nil, []string{"Usage:", "train"}, true},
 		{"help flag", []string{"--help"}, exitOK, []string{"Usage:", "flock <command>", "train", "run", "help"}, nil, false},
 		{"help", []string{"help"}, exitOK, []string{"Usage:", "train"}, nil, false},
-		{"help train", []string{"help", "train"}, exitOK, []string{"Usage: flock train", "--epochs N", "(default 5)", "--optimizer NAME", "(default sgd)", "--lr X", "(default 0.05)", "--warmup EPOCHS"}, nil, false},
+		{"help train", []string{"help", "train"}, exitOK, []string{"Usage: flock train", "--epochs N", "(default 10)", "--optimizer NAME", "(default sgd)", "--lr X", "(default 0.15)", "--warmup EPOCHS"}, nil, false},
 		{"train help", []string{"train", "--help"}, exitOK, []string{"Usage: flock train", "--batch-size N", "(default 128)", "--schedule NAME", "(default cosine)"}, nil, false},
 		{"train -h", []string{"train", "-h"}, exitOK, []string{"Usage: flock train"}, nil, false},
 		{"help unknown", []string{"help", "fly"}, exitUsage, nil, []string{`unknown command "fly"`}, false},
