@@ -112,9 +112,7 @@ func (d *DiLoCo) Setup(s *train.StepContext) error {
 		d.loadPrev, d.loadMom = nil, nil
 		return nil
 	}
-	for i, t := range d.avg {
-		d.views[i].CopyFrom(t)
-	}
+	d.gather(d.avg)
 	d.prev.CopyFrom(d.flat)
 	return nil
 }
@@ -129,34 +127,41 @@ func (d *DiLoCo) AfterStep(s *train.StepContext) error {
 	if err != nil || !done {
 		return err
 	}
-	if err := d.outerStep(); err != nil {
+	cd, err := d.outerStep(s)
+	if err == nil {
+		err = d.endRound(s, cd)
+	}
+	if err != nil {
 		return fmt.Errorf("diloco: synchronization at step %d: %w", s.Step+1, err)
 	}
-	d.endRound(s)
 	return nil
 }
 
-func (d *DiLoCo) outerStep() error {
+// outerStep averages the pseudo-gradients, steps θ_prev and puts it in the
+// parameters; it returns this worker's consensus distance.
+func (d *DiLoCo) outerStep(s *train.StepContext) (float64, error) {
 	start := time.Now()
 	defer func() { d.blocked += time.Since(start) }()
-	for i, t := range d.avg {
-		d.views[i].CopyFrom(t)
-	}
-	// flat ← Δ_k = θ_prev − θ_k, then its mean over the workers.
+	d.gather(d.avg)
+	d.sampleParams()
+	// flat ← Δ_k = θ_prev − θ_k, then its mean over the workers; the last
+	// element carries the previous synchronization's consensus distance,
+	// and is 0 in Δ, θ_prev and the momentum.
 	d.flat.MulScalarInPlace(-1)
 	d.flat.AddInPlace(d.prev)
+	d.sendConsensus()
 	if err := d.collective("all-reduce", func(ctx context.Context) error {
 		return d.meter.AllReduce(ctx, d.flat, dist.Avg)
 	}); err != nil {
-		return err
+		return 0, err
 	}
+	d.receiveConsensus(s)
+	d.slot.Fill(0)
 	// The consensus distance compares θ_k with θ̄ = θ_prev − Δ.
 	d.delta.CopyFrom(d.flat)
 	d.flat.MulScalarInPlace(-1)
 	d.flat.AddInPlace(d.prev)
-	if err := d.measureConsensus(false); err != nil {
-		return err
-	}
+	cd := d.distance()
 	step := d.delta
 	if mu := d.outer.Momentum; mu > 0 {
 		if !d.hasMom {
@@ -174,10 +179,8 @@ func (d *DiLoCo) outerStep() error {
 	}
 	d.prev.AddScaledInPlace(-d.outer.LR, step)
 	d.flat.CopyFrom(d.prev)
-	for i, t := range d.avg {
-		t.CopyFrom(d.views[i])
-	}
-	return nil
+	d.scatter(d.avg)
+	return cd, nil
 }
 
 // State implements train.Stateful: θ_prev, the outer momentum, the round

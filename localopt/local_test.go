@@ -60,6 +60,9 @@ type snapshot struct {
 	step   int
 	synced bool
 	params map[string][]float32
+	// before holds the parameters before a synchronization, at steps that
+	// end a round.
+	before map[string][]float32
 }
 
 // watch wraps a strategy and records the parameters after every step.
@@ -69,6 +72,12 @@ type watch struct {
 }
 
 func (w *watch) AfterStep(s *train.StepContext) error {
+	var before map[string][]float32
+	if p, ok := w.Strategy.(interface{ Period() (int, int) }); ok {
+		if start, h := p.Period(); s.Step+1 == start+h {
+			before = params(s.Params)
+		}
+	}
 	if err := w.Strategy.AfterStep(s); err != nil {
 		return err
 	}
@@ -77,7 +86,7 @@ func (w *watch) AfterStep(s *train.StepContext) error {
 		start, _ := p.Period()
 		synced = start == s.Step+1
 	}
-	w.snaps = append(w.snaps, snapshot{s.Step, synced, params(s.Params)})
+	w.snaps = append(w.snaps, snapshot{s.Step, synced, params(s.Params), before})
 	return nil
 }
 
@@ -423,9 +432,11 @@ func TestCommAccounting(t *testing.T) {
 	st := runs[0].stats
 	steps := int64(len(runs[0].snaps))
 	syncs := (steps + 2) / 3
-	wantSent := syncs * (dist.AllReduceBytes(pbytes, k) + dist.AllReduceBytes(4, k))
-	if st.Syncs != syncs || st.Sent != wantSent || st.Received != wantSent || st.Collectives != 2*syncs {
-		t.Errorf("stats %+v; want %d syncs, %d bytes each way in %d collectives", st, syncs, wantSent, 2*syncs)
+	// Each synchronization all-reduces the parameters and one element,
+	// the previous one's consensus distances; the last one's travel alone.
+	wantSent := syncs*dist.AllReduceBytes(pbytes+4, k) + dist.AllReduceBytes(4, k)
+	if st.Syncs != syncs || st.Sent != wantSent || st.Received != wantSent || st.Collectives != syncs+1 {
+		t.Errorf("stats %+v; want %d syncs, %d bytes each way in %d collectives", st, syncs, wantSent, syncs+1)
 	}
 	if st.DataParallelBytes != steps*dist.AllReduceBytes(pbytes, k) {
 		t.Errorf("data-parallel bytes %d, want %d", st.DataParallelBytes, steps*dist.AllReduceBytes(pbytes, k))
@@ -579,4 +590,58 @@ func toF64(t *tensor.Tensor) []float64 {
 	c := t.Cast(tensor.Float64)
 	defer c.Release()
 	return slices.Clone(c.Float64s())
+}
+
+// TestConsensusDistance checks the consensus distance of each
+// synchronization against mean_k ‖θ_k − θ̄‖ / ‖θ̄‖ computed here from the
+// workers' parameters: exactly for a small model, and within the sampling
+// error for one of more than 2¹⁸ parameters, measured on sampled runs.
+func TestConsensusDistance(t *testing.T) {
+	for _, tt := range []struct {
+		model string
+		c     int
+		rtol  float64
+	}{{"mlp", 1, 1e-5}, {"resnet20", 3, 0.1}} {
+		t.Run(tt.model, func(t *testing.T) {
+			cfg := smallConfig()
+			cfg.Model = tt.model
+			cfg.Epochs = 1
+			cfg.BatchSize = 8
+			runs := runK(t, cfg, bands(64, tt.c, 8, 8, 12), nil, 2, local(localopt.Constant{H: 2}), 0, "")
+			var got []float64
+			for _, r := range runs[0].records {
+				if r.Kind == train.KindSync {
+					got = append(got, r.Comm.Consensus)
+				}
+			}
+			var want []float64
+			for i, s := range runs[0].snaps {
+				if s.before == nil {
+					continue
+				}
+				mean := 0.0
+				for _, rn := range runs {
+					var d2, n2 float64
+					for name, bar := range s.params {
+						for j, v := range bar {
+							e := float64(rn.snaps[i].before[name][j]) - float64(v)
+							d2 += e * e
+							n2 += float64(v) * float64(v)
+						}
+					}
+					mean += math.Sqrt(d2/n2) / float64(len(runs))
+				}
+				want = append(want, mean)
+			}
+			if len(got) != len(want) || len(got) == 0 {
+				t.Fatalf("%d sync records, %d synchronizations seen", len(got), len(want))
+			}
+			t.Logf("consensus distances %.4g, computed here %.4g", got, want)
+			for i := range got {
+				if math.Abs(got[i]-want[i]) > tt.rtol*want[i] || want[i] == 0 {
+					t.Errorf("synchronization %d: consensus distance %.6g, want %.6g", i, got[i], want[i])
+				}
+			}
+		})
+	}
 }
