@@ -681,8 +681,14 @@ func localReduce(dt tensor.DType, op ReduceOp, dst []byte, srcs [][]byte, k int)
 	switch dt {
 	case tensor.Float32:
 		localReduceInto[float32](op, dst, srcs, k)
+		if op == Avg {
+			scaleBy(localElems[float32](dst), k)
+		}
 	case tensor.Float64:
 		localReduceInto[float64](op, dst, srcs, k)
+		if op == Avg {
+			scaleBy(localElems[float64](dst), k)
+		}
 	case tensor.Int32:
 		localReduceInto[int32](op, dst, srcs, k)
 	case tensor.Int64:
@@ -712,12 +718,6 @@ func localReduceInto[T localNumber](op ReduceOp, dstb []byte, srcs [][]byte, k i
 			}
 		default:
 			panic(fmt.Sprintf("dist: reduce: unknown %v", op))
-		}
-	}
-	if op == Avg {
-		d := T(k)
-		for i := range dst {
-			dst[i] /= d
 		}
 	}
 }

@@ -965,14 +965,8 @@ func tcpReduceT[T float32 | float64 | int32 | int64](op ReduceOp, out, a, b []T)
 func tcpScale(dt uint8, b []byte, n int) {
 	switch backend.DType(dt) {
 	case backend.Float32:
-		s, d := tcpAs[float32](b), float32(n)
-		for i := range s {
-			s[i] /= d
-		}
+		scaleBy(tcpAs[float32](b), n)
 	case backend.Float64:
-		s, d := tcpAs[float64](b), float64(n)
-		for i := range s {
-			s[i] /= d
-		}
+		scaleBy(tcpAs[float64](b), n)
 	}
 }
