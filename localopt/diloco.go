@@ -145,18 +145,18 @@ func (d *DiLoCo) outerStep(s *train.StepContext) (float64, error) {
 	d.gather(d.avg)
 	d.sampleParams()
 	// flat ← Δ_k = θ_prev − θ_k, then its mean over the workers; the last
-	// element carries the previous synchronization's consensus distance,
-	// and is 0 in Δ, θ_prev and the momentum.
+	// two elements carry the previous synchronization's consensus distance
+	// and the interruption, and are 0 in Δ, θ_prev and the momentum.
 	d.flat.MulScalarInPlace(-1)
 	d.flat.AddInPlace(d.prev)
-	d.sendConsensus()
+	d.sendSlots(s)
 	if err := d.collective("all-reduce", func(ctx context.Context) error {
 		return d.meter.AllReduce(ctx, d.flat, dist.Avg)
 	}); err != nil {
 		return 0, err
 	}
-	d.receiveConsensus(s)
-	d.slot.Fill(0)
+	d.receiveSlots(s)
+	d.slots.Fill(0)
 	// The consensus distance compares θ_k with θ̄ = θ_prev − Δ.
 	d.delta.CopyFrom(d.flat)
 	d.flat.MulScalarInPlace(-1)

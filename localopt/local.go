@@ -182,11 +182,12 @@ type core struct {
 	inPlace bool
 	// samples are the runs of flat's parameter elements on which the
 	// consensus distance is measured; sampleK holds θ_k's before a
-	// synchronization. slot is flat's last element, in which each worker
-	// sends its distance of the previous synchronization.
+	// synchronization. slots are flat's last two elements, in which each
+	// worker sends its distance of the previous synchronization and 1 if
+	// it was interrupted (0 otherwise).
 	samples []sampled
 	sampleK []float64
-	slot    *tensor.Tensor
+	slots   *tensor.Tensor
 	// pending is the last synchronization, whose record waits for the
 	// workers' mean distance, and dist this worker's distance at it.
 	pending *pendingSync
@@ -311,10 +312,10 @@ func (c *core) layout() error {
 		}
 		n += t.NumElements()
 	}
-	// One more element carries each worker's consensus distance of the
-	// previous synchronization.
-	c.flat = tensor.Zeros(tensor.Shape{n + 1}, tensor.Of(dt), tensor.On(cpu.Default()))
-	c.slot = c.flat.Slice(0, n, n+1)
+	// Two more elements carry each worker's consensus distance of the
+	// previous synchronization and whether it was interrupted.
+	c.flat = tensor.Zeros(tensor.Shape{n + 2}, tensor.Of(dt), tensor.On(cpu.Default()))
+	c.slots = c.flat.Slice(0, n, n+2)
 	off := 0
 	for i, t := range c.avg {
 		part := c.flat.Slice(0, off, off+t.NumElements())
@@ -482,9 +483,9 @@ func (c *core) release() {
 		c.flat.Release()
 		c.flat = nil
 	}
-	if c.slot != nil {
-		c.slot.Release()
-		c.slot = nil
+	if c.slots != nil {
+		c.slots.Release()
+		c.slots = nil
 	}
 }
 
@@ -523,23 +524,41 @@ type pendingSync struct {
 	LR, Dist       float64
 }
 
-// sendConsensus puts this worker's distance of the pending
-// synchronization in flat's last element, before an all-reduce.
-func (c *core) sendConsensus() {
+// sendSlots puts this worker's distance of the pending synchronization
+// and its interruption in flat's last two elements, before an all-reduce.
+func (c *core) sendSlots(s *train.StepContext) {
+	var d, stop float64
 	if c.pending != nil {
-		c.slot.Fill(c.pending.Dist)
-	} else {
-		c.slot.Fill(0)
+		d = c.pending.Dist
+	}
+	if s.Interrupted() {
+		stop = 1
+	}
+	v := tensor.FromSlice([]float64{d, stop}, tensor.Shape{2}, tensor.On(cpu.Default()))
+	defer v.Release()
+	w := v.Cast(c.slots.DType())
+	defer w.Release()
+	c.slots.CopyFrom(w)
+}
+
+// receiveSlots reads the workers' mean distance after the all-reduce,
+// emits the pending synchronization's record, and stops every worker at
+// this step when one of them was interrupted.
+func (c *core) receiveSlots(s *train.StepContext) {
+	v := tensor.ToSlice[float64](c.slots)
+	c.receiveConsensus(s, v[0])
+	if v[1] > 0 {
+		s.Stop()
 	}
 }
 
-// receiveConsensus reads the workers' mean distance after the all-reduce
-// and emits the pending synchronization's record.
-func (c *core) receiveConsensus(s *train.StepContext) {
+// receiveConsensus records the workers' mean distance d of the pending
+// synchronization and emits its record.
+func (c *core) receiveConsensus(s *train.StepContext, d float64) {
 	if c.pending == nil {
 		return
 	}
-	c.consensus = c.slot.Item()
+	c.consensus = d
 	p := c.pending
 	c.pending = nil
 	st := c.stats()
@@ -559,10 +578,14 @@ func (c *core) flushConsensus(s *train.StepContext) error {
 	}); err != nil {
 		return err
 	}
-	c.slot.CopyFrom(t)
-	c.receiveConsensus(s)
+	c.receiveConsensus(s, t.Item())
 	return nil
 }
+
+// CoordinatesStop implements train.StopCoordinator: an interrupted worker
+// says so in the next synchronization's all-reduce, and every worker stops
+// right after it, at the same step.
+func (c *core) CoordinatesStop() {}
 
 // average replaces each worker's tensors avg with their mean over the
 // workers through flat (whose views match avg). With consensus it is a
@@ -575,7 +598,7 @@ func (c *core) average(s *train.StepContext, flat *tensor.Tensor, avg []*tensor.
 	c.gather(avg)
 	if consensus {
 		c.sampleParams()
-		c.sendConsensus()
+		c.sendSlots(s)
 	}
 	if err := c.collective("all-reduce", func(ctx context.Context) error {
 		return c.meter.AllReduce(ctx, flat, dist.Avg)
@@ -586,7 +609,7 @@ func (c *core) average(s *train.StepContext, flat *tensor.Tensor, avg []*tensor.
 	if !consensus {
 		return 0, nil
 	}
-	c.receiveConsensus(s)
+	c.receiveSlots(s)
 	return c.distance(), nil
 }
 

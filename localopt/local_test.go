@@ -2,6 +2,7 @@ package localopt_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -197,6 +198,8 @@ func runK(t *testing.T, cfg train.Config, data, test *dataset.Images, k int, mk 
 	}
 	if stop > 0 {
 		phase(dist.NewLocal(k), false, stop)
+		phase(dist.NewLocal(k), true, math.MaxInt)
+	} else if stop < 0 {
 		phase(dist.NewLocal(k), true, math.MaxInt)
 	} else {
 		phase(dist.NewLocal(k), false, math.MaxInt)
@@ -432,9 +435,10 @@ func TestCommAccounting(t *testing.T) {
 	st := runs[0].stats
 	steps := int64(len(runs[0].snaps))
 	syncs := (steps + 2) / 3
-	// Each synchronization all-reduces the parameters and one element,
-	// the previous one's consensus distances; the last one's travel alone.
-	wantSent := syncs*dist.AllReduceBytes(pbytes+4, k) + dist.AllReduceBytes(4, k)
+	// Each synchronization all-reduces the parameters and two elements,
+	// the previous one's consensus distances and the interruptions; the
+	// last one's distances travel alone.
+	wantSent := syncs*dist.AllReduceBytes(pbytes+8, k) + dist.AllReduceBytes(4, k)
 	if st.Syncs != syncs || st.Sent != wantSent || st.Received != wantSent || st.Collectives != syncs+1 {
 		t.Errorf("stats %+v; want %d syncs, %d bytes each way in %d collectives", st, syncs, wantSent, syncs+1)
 	}
@@ -643,5 +647,59 @@ func TestConsensusDistance(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestInterruptStopsAtSync interrupts one worker mid-round and checks that
+// every worker stops at the next synchronization, at the same step, with
+// a checkpoint set from which the run continues exactly.
+func TestInterruptStopsAtSync(t *testing.T) {
+	data := bands(96, 1, 8, 8, 13)
+	cfg := smallConfig()
+	const k = 2
+	mk := local(localopt.Constant{H: 4})
+	ckpt := filepath.Join(t.TempDir(), "run.ckpt")
+	whole := runK(t, cfg, data, nil, k, mk, 0, "")
+
+	comms := dist.NewLocal(k)
+	steps := make([]int, k)
+	errs := make([]error, k)
+	var wg sync.WaitGroup
+	for r := range k {
+		wg.Go(func() {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			opts := train.Options{Strategy: mk(comms[r]), Rank: r, World: k, CheckpointComm: comms[r], CheckpointPath: ckpt}
+			if r == 1 {
+				opts.OnProgress = func(p train.Progress) {
+					if p.Step == 5 {
+						cancel()
+					}
+				}
+			}
+			tr, err := train.New(cfg, data, nil, opts)
+			if err != nil {
+				errs[r] = err
+				return
+			}
+			defer tr.Close()
+			_, errs[r] = tr.Run(ctx)
+			steps[r] = tr.Step()
+		})
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if want := []error{train.ErrPeerInterrupted, context.Canceled}[r]; !errors.Is(err, want) {
+			t.Fatalf("rank %d: %v, want an error wrapping %q", r, err, want)
+		}
+	}
+	if steps[0] != 8 || steps[1] != 8 {
+		t.Fatalf("the workers stopped after steps %v, want both after 8 (the round of steps 5–8 ends there)", steps)
+	}
+	resumed := runK(t, cfg, data, nil, k, mk, -1, ckpt)
+	for r := range k {
+		if !equal(whole[r].final, resumed[r].final) {
+			t.Errorf("rank %d: resuming after the interruption does not reproduce the run", r)
+		}
 	}
 }

@@ -70,6 +70,28 @@ type StepContext struct {
 	// emit and replay are the Trainer's; see Emit and TrainBatches.
 	emit   func(Record)
 	replay func(n int, fn func(x *tensor.Tensor)) error
+	// interrupted and stop: see Interrupted and Stop.
+	interrupted, stop bool
+}
+
+// Interrupted reports whether this worker's run has been asked to stop
+// (its context ended) while its strategy coordinates stopping.
+func (s *StepContext) Interrupted() bool { return s.interrupted }
+
+// Stop asks the Trainer to stop after the current step, writing its
+// checkpoint, as an interrupted run does. A StopCoordinator calls it on
+// every worker at the same step.
+func (s *StepContext) Stop() { s.stop = true }
+
+// StopCoordinator is implemented by strategies whose workers must stop at
+// the same step (their checkpoints form a set). When a worker's context
+// ends, the Trainer does not stop at once: it reports the interrupt
+// through StepContext.Interrupted and goes on until the strategy, having
+// agreed with the other workers (at its next synchronization), calls
+// StepContext.Stop on all of them; each then writes its part of the
+// checkpoint set and returns the interruption error.
+type StopCoordinator interface {
+	CoordinatesStop()
 }
 
 // Emit sends r to the run's log (Options.OnRecord), as the Trainer's own

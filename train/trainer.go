@@ -43,6 +43,10 @@ type Options struct {
 	CheckpointComm dist.Comm
 }
 
+// ErrPeerInterrupted is the cause of a run that a StopCoordinator stopped
+// because another worker was interrupted.
+var ErrPeerInterrupted = errors.New("another worker was interrupted")
+
 // Trainer trains one model on one data set.
 //
 // A Trainer is not safe for concurrent use.
@@ -213,24 +217,40 @@ func (t *Trainer) RunUntil(ctx context.Context, stop int) (Summary, error) {
 	}
 	stop = min(stop, t.TotalSteps())
 	spe := t.StepsPerEpoch()
+	_, coordinated := t.strategy.(StopCoordinator)
+	interrupted := func() error {
+		cause := context.Cause(ctx)
+		if cause == nil {
+			cause = ErrPeerInterrupted
+		}
+		err := fmt.Errorf("train: interrupted at step %d of %d: %w", t.step, t.TotalSteps(), cause)
+		// A checkpoint set needs every rank, which only a coordinated stop
+		// brings together.
+		if p := t.opts.CheckpointPath; p != "" && (t.opts.CheckpointComm == nil || coordinated) {
+			if cerr := t.SaveCheckpoint(p); cerr != nil {
+				return errors.Join(err, cerr)
+			}
+		}
+		return err
+	}
+	t.sc.interrupted, t.sc.stop = false, false
 	for t.step < stop {
 		if ctx.Err() != nil {
-			err := fmt.Errorf("train: interrupted at step %d of %d: %w", t.step, t.TotalSteps(), context.Cause(ctx))
-			if p := t.opts.CheckpointPath; p != "" && t.opts.CheckpointComm == nil {
-				if cerr := t.SaveCheckpoint(p); cerr != nil {
-					return t.Summary(), errors.Join(err, cerr)
-				}
+			if !coordinated {
+				return t.Summary(), interrupted()
 			}
-			return t.Summary(), err
+			t.sc.interrupted = true
 		}
 		if err := t.trainStep(); err != nil {
 			return t.Summary(), err
 		}
-		if t.step%spe != 0 {
-			continue
+		if t.step%spe == 0 {
+			if err := t.endEpoch(t.step / spe); err != nil {
+				return t.Summary(), err
+			}
 		}
-		if err := t.endEpoch(t.step / spe); err != nil {
-			return t.Summary(), err
+		if t.sc.stop && t.step < t.TotalSteps() {
+			return t.Summary(), interrupted()
 		}
 	}
 	return t.Summary(), nil

@@ -161,50 +161,70 @@ func TestTrainJSON(t *testing.T) {
 }
 
 // TestInterrupt runs the built command, sends it SIGINT after its first
-// record and checks that it writes a checkpoint and exits with status 130.
+// record and checks that it writes a checkpoint and exits with status 130:
+// one worker at once; Local SGD's workers together at their next
+// synchronization, as a checkpoint set; and the same over 2 processes
+// under flock run, which forwards the signal to its ranks.
 func TestInterrupt(t *testing.T) {
 	needData(t)
-	dir := t.TempDir()
 	bin := flockBinary(t)
-	ckpt := filepath.Join(dir, "run.safetensors")
-	cmd := exec.Command(bin, "train", "--workers", "1", "--model", "mlp", "--batch-size", "100", "--log-every", "5", "--json", "--checkpoint", ckpt)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-done:
-		case <-time.After(60 * time.Second):
-			cmd.Process.Kill()
-		}
-	}()
-	sc := bufio.NewScanner(out)
-	if !sc.Scan() {
-		t.Fatalf("no record; stderr %q", stderr.String())
-	}
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	for sc.Scan() {
-	}
-	err = cmd.Wait()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != exitInterrupted {
-		t.Fatalf("exit %v, want status %d; stderr %q", err, exitInterrupted, stderr.String())
-	}
-	if !strings.Contains(stderr.String(), "checkpoint written to "+ckpt) {
-		t.Errorf("stderr %q does not report the checkpoint", stderr.String())
-	}
-	if _, err := os.Stat(ckpt); err != nil {
-		t.Errorf("no checkpoint: %v", err)
+	mlp := []string{"--model", "mlp", "--batch-size", "100", "--log-every", "5", "--json"}
+	for _, tt := range []struct {
+		name string
+		args []string
+		set  bool
+	}{
+		{"one worker", append([]string{"train", "--workers", "1"}, mlp...), false},
+		{"local SGD", append([]string{"train", "--workers", "2", "--sync", "constant", "--h", "20"}, mlp...), true},
+		{"local SGD over processes", append([]string{"run", "--nproc", "2", "--", bin, "train", "--sync", "constant", "--h", "20"}, mlp...), true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			ckpt := filepath.Join(dir, "run.safetensors")
+			cmd := exec.Command(bin, append(tt.args, "--checkpoint", ckpt)...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan struct{})
+			defer close(done)
+			go func() {
+				select {
+				case <-done:
+				case <-time.After(60 * time.Second):
+					cmd.Process.Kill()
+				}
+			}()
+			sc := bufio.NewScanner(out)
+			if !sc.Scan() {
+				t.Fatalf("no record; stderr %q", stderr.String())
+			}
+			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+			for sc.Scan() {
+			}
+			err = cmd.Wait()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != exitInterrupted {
+				t.Fatalf("exit %v, want status %d; stderr %q", err, exitInterrupted, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), "checkpoint written to "+ckpt) {
+				t.Errorf("stderr %q does not report the checkpoint", stderr.String())
+			}
+			if _, err := train.ReadCheckpointConfig(ckpt); err != nil {
+				t.Errorf("no checkpoint: %v", err)
+			}
+			files, _ := filepath.Glob(ckpt + ".step*.rank*")
+			if tt.set && len(files) != 2 || !tt.set && len(files) != 0 {
+				t.Errorf("files of a checkpoint set: %v", files)
+			}
+		})
 	}
 }
 

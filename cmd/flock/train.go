@@ -144,7 +144,8 @@ Worker 0 alone evaluates and reports; its training loss and accuracy are
 those of its shard, and images/s counts every worker. Under local and
 diloco every worker writes its own checkpoint file (their models differ
 mid-round) and --checkpoint PATH names the set's manifest; these sets are
-written at the end of each epoch and at --stop-after.
+written at the end of each epoch, at --stop-after, and on Ctrl-C, which
+stops every worker at the next synchronization.
 
 Flags:
 `)
@@ -439,10 +440,13 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSe
 		first *worker
 		wg    sync.WaitGroup
 	)
+	coordinated := comms != nil && setCheckpoints(cfg)
 	for _, w := range ws {
 		wg.Go(func() {
+			// Workers whose strategy coordinates stopping all watch ctx
+			// and stop together at their next synchronization.
 			runCtx := commCtx
-			if w.rank == 0 {
+			if w.rank == 0 || coordinated {
 				runCtx = ctx
 			}
 			stop := w.t.TotalSteps()
@@ -453,14 +457,17 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSe
 			if w.err == nil && stop < w.t.TotalSteps() && o.checkpoint != "" && (w.rank == 0 || comms != nil && setCheckpoints(cfg)) {
 				w.err = w.t.SaveCheckpoint(o.checkpoint)
 			}
-			if w.err == nil && len(ws) == 1 && w.comm != nil {
+			stopped := coordinated && interruption(w.err)
+			if (w.err == nil || stopped) && len(ws) == 1 && w.comm != nil {
 				// The last all-reduce may still need this rank's peers.
 				w.closeStrategy()
 				bctx, cancel := dist.WithDefaultTimeout(commCtx, dist.DefaultTimeout)
-				w.err = w.comm.Barrier(bctx)
+				if err := w.comm.Barrier(bctx); err != nil && w.err == nil {
+					w.err = err
+				}
 				cancel()
 			}
-			if w.err == nil {
+			if w.err == nil || stopped {
 				return
 			}
 			mu.Lock()
@@ -483,15 +490,11 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSe
 		sum.ImagesPerSec *= float64(world)
 		out.finish(sum)
 	}
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || interruption(ws[0].err) {
 		t := ws[0].t
 		msg := fmt.Sprintf("flock train: interrupted after step %d of %d", t.Step(), t.TotalSteps())
-		if rank0 != nil && o.checkpoint != "" && errors.Is(rank0.err, context.Canceled) {
-			if comms != nil && setCheckpoints(cfg) {
-				msg += fmt.Sprintf("; the workers' checkpoints are written together at the end of each epoch: continue from the last with --resume %s", o.checkpoint)
-			} else {
-				msg += fmt.Sprintf("; checkpoint written to %s (continue with --resume %[1]s)", o.checkpoint)
-			}
+		if rank0 != nil && o.checkpoint != "" && interruption(rank0.err) {
+			msg += fmt.Sprintf("; checkpoint written to %s (continue with --resume %[1]s)", o.checkpoint)
 		}
 		fmt.Fprintln(stderr, msg)
 		return exitInterrupted
@@ -518,6 +521,12 @@ func strategyName(s train.Strategy) string {
 		return s.String()
 	}
 	return fmt.Sprintf("%T", s)
+}
+
+// interruption reports whether err ends a run that was interrupted, here
+// or, for strategies that stop their workers together, on another worker.
+func interruption(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, train.ErrPeerInterrupted)
 }
 
 // setCheckpoints reports whether cfg's strategy lets the workers' models
