@@ -311,9 +311,9 @@ func (c StrategySyncWorkerConfig) validate() error {
 // parameters are broadcast), and a float32 tensor with as many elements
 // as the parameters that Local averages. Then, after cfg.Warmup untimed
 // operations of each kind, for each pair (pair 0 a warm-up) it times
-// cfg.Iters calls of Local.AfterStep, each closing a round — the copy of
-// the parameters into Local's flat buffer, its all-reduce (Avg), the
-// 4-byte all-reduce of the consensus distance and the copy back — and then
+// cfg.Iters calls of Local.AfterStep, each closing a round — the sampling
+// of the consensus distance and the in-place all-reduce (Avg) of the flat
+// buffer that holds the parameters — and then
 // cfg.Iters plain c.AllReduce(Avg) of the tensor, each after a Barrier.
 // Rank 0 writes an AllReduceSample per pair and kind (Impl ImplLocalSync,
 // then ImplAllReduce) to out as a JSON line.

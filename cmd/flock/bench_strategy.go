@@ -82,9 +82,10 @@ bandwidth. --nproc processes of this machine join as 'flock bench
 allreduce' starts them (rendezvous on loopback; the records name the
 transport, shared memory or TCP); each builds the model's parameters
 and a localopt.Local with constant H = 1 and, in every pair, times --iters
-Local.AfterStep calls that each close a round (copy of the parameters into
-Local's flat buffer, its all-reduce (avg), the 4-byte all-reduce of the
-consensus distance, copy back), then --iters plain all-reduces (avg) of a
+Local.AfterStep calls that each close a round (the sampling of the
+consensus distance, the in-place all-reduce (avg) of the flat buffer that
+holds the parameters and two more elements, the new round's H), then
+--iters plain all-reduces (avg) of a
 flat float32 tensor of as many bytes S, each after a barrier. A pair's
 figures are the median times T on rank 0, as bus bandwidth
 2(n-1)/n · S/T in GB/s; the ratio sync/all-reduce should be ≥ %.2f.
@@ -224,7 +225,7 @@ func runBenchStrategy(args []string, stdout, stderr io.Writer) int {
 					runs.steps.Steps, o.pairs, bench.StepsTarget)
 			}
 			if runs.sync != nil {
-				fmt.Fprintf(b, "Sync: %d processes on this machine (the table names the transport); each pair times %d Local.AfterStep calls that close a round (constant H = 1: copy in, all-reduce avg of every parameter, 4-byte consensus all-reduce, copy out) and then %d plain all-reduces (avg) of a flat float32 tensor of the same S bytes, each after a barrier; a pair's figure is the median T on rank 0, as bus bandwidth 2(n−1)/n · S/T in GB/s (10⁹ B/s); %d untimed operations of each kind first, %d pairs after one warm-up pair; the ratio sync/all-reduce is computed pair by pair (target ≥ %.2f).\n\n",
+				fmt.Fprintf(b, "Sync: %d processes on this machine (the table names the transport); each pair times %d Local.AfterStep calls that close a round (constant H = 1: sampling of the consensus distance, in-place all-reduce avg of the flat buffer holding every parameter and two more elements) and then %d plain all-reduces (avg) of a flat float32 tensor of the same S bytes, each after a barrier; a pair's figure is the median T on rank 0, as bus bandwidth 2(n−1)/n · S/T in GB/s (10⁹ B/s); %d untimed operations of each kind first, %d pairs after one warm-up pair; the ratio sync/all-reduce is computed pair by pair (target ≥ %.2f).\n\n",
 					runs.sync.NProc, o.iters, o.iters, o.warmup, o.pairs, bench.SyncTarget)
 			}
 			if err := writeTables(b); err != nil {
