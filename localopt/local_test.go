@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"net"
 	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/flockml/flock/autograd"
 	"github.com/flockml/flock/dataset"
@@ -702,4 +704,92 @@ func TestInterruptStopsAtSync(t *testing.T) {
 			t.Errorf("rank %d: resuming after the interruption does not reproduce the run", r)
 		}
 	}
+}
+
+// dialK connects k ranks of this process over loopback TCP, or through
+// shared memory when shm is set.
+func dialK(t *testing.T, k int, shm bool) []dist.Comm {
+	t.Helper()
+	lns := make([]net.Listener, k)
+	addrs := make([]string, k)
+	for r := range k {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		lns[r], addrs[r] = ln, ln.Addr().String()
+	}
+	comms := make([]dist.Comm, k)
+	errs := make([]error, k)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for r := range k {
+		wg.Go(func() {
+			comms[r], errs[r] = dist.DialTCP(ctx, dist.TCPConfig{Rank: r, Size: k, Addrs: addrs, Listener: lns[r],
+				Token: []byte("localopt test token"), Timeout: 10 * time.Second, NoSharedMemory: !shm})
+		})
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	return comms
+}
+
+// TestTransports checks that Local SGD and DiLoCo compute the same
+// parameters over TCP, shared memory and in-process ranks.
+func TestTransports(t *testing.T) {
+	data := bands(96, 1, 8, 8, 14)
+	cfg := smallConfig()
+	for name, mk := range map[string]func(dist.Comm) train.Strategy{
+		"local":  local(localopt.QSR(0.04, 2), "momentum_buffer"),
+		"diloco": diloco(localopt.Constant{H: 3}, localopt.DefaultOuter()),
+	} {
+		t.Run(name, func(t *testing.T) {
+			want := runK(t, cfg, data, nil, 2, mk, 0, "")
+			for _, shm := range []bool{false, true} {
+				got := runWith(t, cfg, data, dialK(t, 2, shm), mk)
+				for r := range 2 {
+					if !equal(want[r].final, got[r]) {
+						t.Errorf("shared memory %v: rank %d's parameters differ from the in-process run's", shm, r)
+					}
+				}
+			}
+		})
+	}
+}
+
+// runWith trains cfg on the workers of comms and returns their final
+// parameters.
+func runWith(t *testing.T, cfg train.Config, data *dataset.Images, comms []dist.Comm, mk func(dist.Comm) train.Strategy) []map[string][]float32 {
+	t.Helper()
+	out := make([]map[string][]float32, len(comms))
+	errs := make([]error, len(comms))
+	var wg sync.WaitGroup
+	for r := range comms {
+		wg.Go(func() {
+			s := mk(comms[r])
+			defer s.(interface{ Close() }).Close()
+			tr, err := train.New(cfg, data, nil, train.Options{Strategy: s, Rank: r, World: len(comms)})
+			if err != nil {
+				errs[r] = err
+				return
+			}
+			defer tr.Close()
+			if _, errs[r] = tr.Run(context.Background()); errs[r] == nil {
+				out[r] = params(tr.Model().NamedParameters())
+			}
+		})
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	return out
 }
