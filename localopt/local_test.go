@@ -9,6 +9,7 @@ import (
 	"net"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/flockml/flock/dist"
 	"github.com/flockml/flock/localopt"
 	"github.com/flockml/flock/nn"
+	"github.com/flockml/flock/optim"
 	"github.com/flockml/flock/tensor"
 	"github.com/flockml/flock/train"
 )
@@ -66,6 +68,8 @@ type snapshot struct {
 	// before holds the parameters before a synchronization, at steps that
 	// end a round.
 	before map[string][]float32
+	// momentum holds SGD's momentum buffers after the step.
+	momentum map[string][]float32
 }
 
 // watch wraps a strategy and records the parameters after every step.
@@ -89,7 +93,7 @@ func (w *watch) AfterStep(s *train.StepContext) error {
 		start, _ := p.Period()
 		synced = start == s.Step+1
 	}
-	w.snaps = append(w.snaps, snapshot{s.Step, synced, params(s.Params), before})
+	w.snaps = append(w.snaps, snapshot{s.Step, synced, params(s.Params), before, momentum(s.Optimizer)})
 	return nil
 }
 
@@ -114,6 +118,19 @@ func (w *watch) Close() {
 	if c, ok := w.Strategy.(interface{ Close() }); ok {
 		c.Close()
 	}
+}
+
+// momentum returns the optimizer's momentum buffers by parameter.
+func momentum(o optim.Optimizer) map[string][]float32 {
+	ts, _ := o.State()
+	out := map[string][]float32{}
+	for k, t := range ts {
+		if strings.HasSuffix(k, ".momentum_buffer") {
+			out[k] = slices.Clone(t.Float32s())
+		}
+		t.Release()
+	}
+	return out
 }
 
 func params(ps []nn.NamedParameter) map[string][]float32 {
@@ -325,6 +342,14 @@ func TestSyncBitIdentical(t *testing.T) {
 			}
 			if apart == 0 {
 				t.Errorf("the workers never differed between synchronizations")
+			}
+			// Momentum is averaged with the parameters only when asked.
+			if name == "local" || name == "local+state" {
+				last := len(runs[0].snaps) - 1
+				same := equal(runs[0].snaps[last].momentum, runs[1].snaps[last].momentum)
+				if len(runs[0].snaps[last].momentum) == 0 || same != (name == "local+state") {
+					t.Errorf("after the last synchronization the workers' momentum buffers are equal: %v", same)
+				}
 			}
 			if got := runs[0].stats.Syncs; got != int64(syncs) {
 				t.Errorf("%d synchronizations counted, %d seen", got, syncs)
