@@ -53,6 +53,22 @@ func (v *Var) Name() string { return v.name }
 // RequiresGrad reports whether gradients flow to or through v.
 func (v *Var) RequiresGrad() bool { return v.requiresGrad }
 
+// SetRequiresGrad turns gradient recording for a leaf on or off
+// (PyTorch's requires_grad_), for the ops recorded from then on: with it off
+// the leaf is a constant to them, so backward neither computes its gradient
+// nor, below it, the gradients of inputs that need none. Strategies that
+// compute only some layers' gradients in a step (JointSpar) switch the
+// others off for the step.
+func (v *Var) SetRequiresGrad(b bool) {
+	if !v.IsLeaf() {
+		panic("autograd: SetRequiresGrad on a Var made by an op; detach it first")
+	}
+	if b && v.Value.DType() != tensor.Float32 && v.Value.DType() != tensor.Float64 {
+		panic(fmt.Sprintf("autograd: SetRequiresGrad: only float tensors can require gradients, got %v", v.Value.DType()))
+	}
+	v.requiresGrad = b
+}
+
 // IsLeaf reports whether v was created by the user rather than by an op.
 func (v *Var) IsLeaf() bool { return v.fn == nil }
 

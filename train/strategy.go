@@ -133,6 +133,14 @@ func (SingleWorker) AfterBackward(*StepContext) error { return nil }
 // AfterStep implements Strategy.
 func (SingleWorker) AfterStep(*StepContext) error { return nil }
 
+// StepPreparer is implemented by strategies that act before a step's
+// forward pass: JointSpar switches off the gradients of the layers it does
+// not sample (autograd.Var.SetRequiresGrad), so that backward skips their
+// work. BeforeStep runs after the step's learning rate is set.
+type StepPreparer interface {
+	BeforeStep(s *StepContext) error
+}
+
 // EvalPreparer is implemented by strategies whose workers' models differ
 // between synchronizations (Local SGD, DiLoCo). When an evaluation is due
 // the Trainer calls BeforeEval on every rank — those that evaluate and, with

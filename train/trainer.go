@@ -278,6 +278,13 @@ func (t *Trainer) trainStep() error {
 	}
 	t.setContext()
 	t.opt.SetLR(t.sc.LR)
+	if p, ok := t.strategy.(StepPreparer); ok {
+		if err := p.BeforeStep(&t.sc); err != nil {
+			b.X.Release()
+			b.Y.Release()
+			return fmt.Errorf("train: step %d: before step: %w", t.step, err)
+		}
+	}
 
 	n := b.Y.Size(0)
 	x := autograd.Const(b.X)
