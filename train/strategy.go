@@ -185,6 +185,11 @@ type CommStats struct {
 	// Consensus is the consensus distance at the last synchronization,
 	// mean over workers of ‖θ_k − θ̄‖ / ‖θ̄‖ (0 for data parallel).
 	Consensus float64 `json:"consensus"`
+	// LayersPerStep is the mean number of layers whose gradients a step
+	// computed and sent, and Compute the seconds spent in forward and
+	// backward passes, for strategies that skip gradient work (JointSpar).
+	LayersPerStep float64 `json:"layers_per_step,omitempty"`
+	Compute       float64 `json:"compute_s,omitempty"`
 }
 
 // Saving returns how many times fewer bytes training sent than data

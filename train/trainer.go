@@ -291,7 +291,10 @@ func (t *Trainer) trainStep() error {
 	logits := t.model.Forward(x)
 	x.Release()
 	loss := t.loss.Forward(logits, b.Y)
-	loss.Backward()
+	if loss.RequiresGrad() {
+		// A strategy may have switched every gradient off for this step.
+		loss.Backward()
+	}
 	lossVal := loss.Value.Item()
 	correct := countCorrect(logits.Value, b.Y)
 	loss.Release()
