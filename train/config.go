@@ -65,9 +65,10 @@ type Config struct {
 // packages above train (localopt builds Local SGD and DiLoCo from it).
 type StrategyConfig struct {
 	// Name is "dp" (data parallel: gradients averaged every step), "local"
-	// (Local SGD / AdamW / LARS: parameters averaged every H steps) or
+	// (Local SGD / AdamW / LARS: parameters averaged every H steps),
 	// "diloco" (an outer optimizer steps on the averaged parameter change
-	// every H steps). Empty means "dp".
+	// every H steps) or "jointspar" (each step computes and averages the
+	// gradients of a sample of the layers). Empty means "dp".
 	Name string `json:"name,omitempty"`
 	// Sync chooses H for local and diloco: "constant" (H), "post-local"
 	// (1 before PostLocalSwitch epochs, then H), "power" (max(HBase,
@@ -93,10 +94,16 @@ type StrategyConfig struct {
 	OuterLR       float64 `json:"outer_lr,omitempty"`
 	OuterMomentum float64 `json:"outer_momentum,omitempty"`
 	OuterNesterov bool    `json:"outer_nesterov,omitempty"`
+	// Budget is the fraction of layers JointSpar computes and sends per
+	// step, in (0, 1]; PMin its smallest inclusion probability (0: the
+	// smaller of 0.05 and Budget); PerWorker draws the layers per worker.
+	Budget    float64 `json:"budget,omitempty"`
+	PMin      float64 `json:"p_min,omitempty"`
+	PerWorker bool    `json:"per_worker,omitempty"`
 }
 
 // Strategies lists the accepted values of StrategyConfig.Name.
-var Strategies = []string{"dp", "local", "diloco"}
+var Strategies = []string{"dp", "local", "diloco", "jointspar"}
 
 // SyncRules lists the accepted values of StrategyConfig.Sync.
 var SyncRules = []string{"constant", "post-local", "power", "qsr"}
@@ -115,6 +122,15 @@ func (s StrategyConfig) Validate() error {
 		return bad("unknown strategy %q (want %s)", s.Name, strings.Join(Strategies, ", "))
 	}
 	if name == "dp" {
+		return nil
+	}
+	if name == "jointspar" {
+		switch {
+		case !(s.Budget > 0 && s.Budget <= 1):
+			return bad("budget %v: want a fraction of the layers in (0, 1]", s.Budget)
+		case s.PMin != 0 && !(s.PMin > 0 && s.PMin <= s.Budget):
+			return bad("p-min %v: want 0 < p-min ≤ budget (%v)", s.PMin, s.Budget)
+		}
 		return nil
 	}
 	switch {
@@ -185,7 +201,7 @@ func DefaultConfig() Config {
 		LogEvery:       50,
 		Strategy: StrategyConfig{
 			Name: "local", Sync: "qsr", H: 8, HBase: 4, Alpha: 0.2, Gamma: 2, BNBatches: 16,
-			OuterLR: 0.7, OuterMomentum: 0.9, OuterNesterov: true,
+			OuterLR: 0.7, OuterMomentum: 0.9, OuterNesterov: true, Budget: 0.5,
 		},
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/flockml/flock/localopt"
 	"github.com/flockml/flock/nn"
 	"github.com/flockml/flock/nn/models"
+	"github.com/flockml/flock/sparse"
 	"github.com/flockml/flock/train"
 )
 
@@ -85,6 +86,9 @@ func trainFlags(cfg *train.Config, o *trainOptions) *flag.FlagSet {
 	fs.Float64Var(&sc.OuterLR, "outer-lr", sc.OuterLR, "diloco's outer learning rate")
 	fs.Float64Var(&sc.OuterMomentum, "outer-momentum", sc.OuterMomentum, "diloco's outer momentum")
 	fs.BoolVar(&sc.OuterNesterov, "outer-nesterov", sc.OuterNesterov, "diloco's outer Nesterov momentum (--outer-nesterov=false to turn off)")
+	fs.Float64Var(&sc.Budget, "budget", sc.Budget, "jointspar: the fraction of layers whose gradients a step computes and sends, in (0, 1]")
+	fs.Float64Var(&sc.PMin, "p-min", sc.PMin, "jointspar: the smallest probability of drawing a layer (0: min(0.05, budget))")
+	fs.BoolVar(&sc.PerWorker, "per-worker-draws", sc.PerWorker, "jointspar: each worker draws its own layers (saves computation, not bytes)")
 	return fs
 }
 
@@ -131,6 +135,12 @@ its own shard of the data with --batch-size images per step, cooperating by
           averaged change at the end of each round.
   dp      data parallel: gradients averaged every step, so the run follows
           one worker with batch K × batch-size.
+  jointspar
+          data parallel over a sample of the layers: each step draws about
+          --budget of them (more often those with larger gradients), skips
+          the others' gradient work, averages the drawn layers' gradients
+          scaled by 1/p and leaves the others unchanged; with
+          --optimizer lars, JointSpar-LARS.
 The summary reports the bytes each worker sent and how many times less that
 is than data parallel would have sent; --json adds a "sync" record at every
 synchronization. 'flock sync-plan' prints the rounds a rule gives without
@@ -277,7 +287,8 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 
 	var comms []dist.Comm
 	switch {
-	case o.workers > 1:
+	case o.workers > 1 || cfg.Strategy.Name == "jointspar" && !launched:
+		// JointSpar saves work on one worker too.
 		comms = dist.NewLocal(o.workers)
 	case launched:
 		c, err := dist.Init(ctx, env, dist.InitOptions{})
@@ -399,7 +410,7 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSe
 		test := testSet
 		if comms != nil {
 			w.comm, w.rank = comms[i], comms[i].Rank()
-			s, err := localopt.NewStrategy(w.comm, cfg.Strategy, cfg.StepsPerEpoch(trainSet.N, world), commCtx)
+			s, err := newStrategy(w.comm, cfg, cfg.StepsPerEpoch(trainSet.N, world), commCtx)
 			if err != nil {
 				fmt.Fprintf(stderr, "flock train: %v\n", err)
 				return exitFailure
@@ -508,6 +519,14 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSe
 		return exitFailure
 	}
 	return exitOK
+}
+
+// newStrategy builds the strategy cfg names over c.
+func newStrategy(c dist.Comm, cfg train.Config, stepsPerEpoch int, ctx context.Context) (train.Strategy, error) {
+	if cfg.Strategy.Name != "jointspar" {
+		return localopt.NewStrategy(c, cfg.Strategy, stepsPerEpoch, ctx)
+	}
+	return sparse.New(c, sparse.Options{Budget: cfg.Strategy.Budget, PMin: cfg.Strategy.PMin, PerWorker: cfg.Strategy.PerWorker, Seed: cfg.Seed, Context: ctx})
 }
 
 // strategyName says what s does, for people.

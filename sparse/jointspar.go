@@ -1,0 +1,448 @@
+package sparse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flockml/flock/autograd"
+	"github.com/flockml/flock/backend/cpu"
+	"github.com/flockml/flock/dist"
+	"github.com/flockml/flock/tensor"
+	"github.com/flockml/flock/train"
+)
+
+// Options configure JointSpar.
+type Options struct {
+	// Budget is the expected fraction of the layers computed and sent per
+	// step, in (0, 1]; 1 is plain data-parallel SGD (or LARS).
+	Budget float64
+	// PMin is the smallest inclusion probability (0: min(0.05, Budget)).
+	PMin float64
+	// PerWorker draws each worker's layers independently: every worker
+	// still skips the work of its unsampled layers, but the all-reduce is
+	// dense over all of them (no bytes saved). By default the workers share
+	// one draw per step, from Seed, and all-reduce only the sampled layers.
+	PerWorker bool
+	// Seed drives the draws: step t's layers are a function of (Seed, t),
+	// and of the rank with PerWorker, so that a resumed run draws the same.
+	Seed uint64
+	// Decay is the weight of the past in the moving average of each layer's
+	// gradient norm (0: 0.9).
+	Decay float64
+	// Context bounds every collective (nil: dist.DefaultTimeout each).
+	Context context.Context
+}
+
+// layer is a group of parameters sampled together: those of one module
+// (a convolution's weight and bias, a batch norm's scale and shift).
+type layer struct {
+	name   string
+	params []*autograd.Var
+	size   int // elements
+}
+
+// JointSpar is joint sparsification of computation and communication
+// (after Liu & Mozafari, ICML 2022; see the package documentation for
+// what is our design): each step samples layers with probabilities p_ℓ,
+// computes and all-reduces the gradients of those layers only, rescaled by
+// 1/p_ℓ so that the update stays unbiased, and leaves the others
+// untouched. With LARS as the optimizer it is JointSpar-LARS: the trust
+// ratio applies to the rescaled gradient.
+type JointSpar struct {
+	comm  dist.Comm
+	meter *dist.Meter
+	ctx   context.Context
+	opt   Options
+
+	layers []layer
+	norms  []float64
+	known  []bool
+	p      []float64
+	mask   []bool
+	flat   *tensor.Tensor // every layer's gradient end to end, then one count per layer
+	total  int            // gradient elements
+
+	setup     dist.Traffic
+	blocked   time.Duration
+	compute   time.Duration
+	steps     int64
+	layersSum int64
+	dpBytes   int64
+	stepStart time.Time
+}
+
+var (
+	_ train.Strategy     = (*JointSpar)(nil)
+	_ train.StepPreparer = (*JointSpar)(nil)
+	_ train.Stateful     = (*JointSpar)(nil)
+	_ train.CommReporter = (*JointSpar)(nil)
+)
+
+// New returns JointSpar over c.
+func New(c dist.Comm, opt Options) (*JointSpar, error) {
+	if c == nil {
+		return nil, errors.New("jointspar: nil Comm")
+	}
+	if opt.PMin == 0 {
+		opt.PMin = min(0.05, opt.Budget)
+	}
+	if opt.Decay == 0 {
+		opt.Decay = 0.9
+	}
+	if !(opt.Budget > 0 && opt.Budget <= 1) || !(opt.PMin > 0 && opt.PMin <= opt.Budget) || !(opt.Decay > 0 && opt.Decay < 1) {
+		return nil, fmt.Errorf("jointspar: budget %v, p_min %v, decay %v: want 0 < p_min ≤ budget ≤ 1 and 0 < decay < 1", opt.Budget, opt.PMin, opt.Decay)
+	}
+	ctx := opt.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return &JointSpar{comm: c, meter: dist.NewMeter(c), ctx: ctx, opt: opt}, nil
+}
+
+// String names the strategy.
+func (j *JointSpar) String() string {
+	draw := "layers drawn in common"
+	if j.opt.PerWorker {
+		draw = "layers drawn per worker"
+	}
+	return fmt.Sprintf("JointSpar, budget %g of %d layers (%s, p_min %g)", j.opt.Budget, len(j.layers), draw, j.opt.PMin)
+}
+
+// Layers returns the names of the sampled groups, in order.
+func (j *JointSpar) Layers() []string {
+	out := make([]string, len(j.layers))
+	for i, l := range j.layers {
+		out[i] = l.name
+	}
+	return out
+}
+
+// Probabilities returns the inclusion probabilities of the current step.
+func (j *JointSpar) Probabilities() []float64 { return append([]float64(nil), j.p...) }
+
+// Sampled reports which layers the current step computes.
+func (j *JointSpar) Sampled() []bool { return append([]bool(nil), j.mask...) }
+
+// Setup implements train.Strategy: it groups the parameters that require
+// a gradient by module, checks that the workers hold the same model and
+// copies rank 0's to the others.
+func (j *JointSpar) Setup(s *train.StepContext) error {
+	if j.flat != nil {
+		return errors.New("jointspar: Setup called twice")
+	}
+	for _, p := range s.Params {
+		if !p.Param.RequiresGrad() {
+			continue
+		}
+		name := p.Name
+		if i := strings.LastIndexByte(name, '.'); i >= 0 {
+			name = name[:i]
+		}
+		if n := len(j.layers); n == 0 || j.layers[n-1].name != name {
+			j.layers = append(j.layers, layer{name: name})
+		}
+		l := &j.layers[len(j.layers)-1]
+		l.params = append(l.params, p.Param)
+		l.size += p.Param.Value.NumElements()
+		j.total += p.Param.Value.NumElements()
+	}
+	if len(j.layers) == 0 {
+		return errors.New("jointspar: the model has no parameter that requires a gradient")
+	}
+	if j.norms == nil {
+		j.norms = make([]float64, len(j.layers))
+		j.known = make([]bool, len(j.layers))
+	} else if len(j.norms) != len(j.layers) {
+		return fmt.Errorf("jointspar: the checkpoint has norms of %d layers, this model %d", len(j.norms), len(j.layers))
+	}
+	dt := j.layers[0].params[0].Value.DType()
+	j.flat = tensor.Zeros(tensor.Shape{j.total + len(j.layers)}, tensor.Of(dt), tensor.On(cpu.Default()))
+	if err := j.collective("broadcast model", func(ctx context.Context) error { return train.BroadcastModel(ctx, j.meter, s) }); err != nil {
+		return err
+	}
+	j.setup = j.meter.Traffic()
+	return nil
+}
+
+func (j *JointSpar) collective(what string, op func(ctx context.Context) error) error {
+	ctx, cancel := dist.WithDefaultTimeout(j.ctx, dist.DefaultTimeout)
+	defer cancel()
+	if err := op(ctx); err != nil {
+		return fmt.Errorf("jointspar: %s: %w", what, err)
+	}
+	return nil
+}
+
+// BeforeStep implements train.StepPreparer: it computes this step's
+// probabilities, draws its layers and switches the others' gradients off,
+// so that backward skips their weight gradients (and every gradient below
+// the lowest layer drawn).
+func (j *JointSpar) BeforeStep(s *train.StepContext) error {
+	j.stepStart = time.Now()
+	j.p = Probabilities(j.norms, j.known, j.opt.Budget, j.opt.PMin)
+	stream := uint64(s.Step)
+	if j.opt.PerWorker {
+		stream |= uint64(j.comm.Rank()+1) << 40
+	}
+	r := rand.New(rand.NewPCG(j.opt.Seed, stream))
+	j.mask = make([]bool, len(j.layers))
+	for i, l := range j.layers {
+		j.mask[i] = r.Float64() < j.p[i]
+		for _, v := range l.params {
+			v.SetRequiresGrad(j.mask[i])
+		}
+	}
+	return nil
+}
+
+// AfterBackward implements train.Strategy: it averages the sampled layers'
+// gradients over the workers, rescales them by 1/p_ℓ and updates the norm
+// estimates.
+func (j *JointSpar) AfterBackward(s *train.StepContext) error {
+	if j.flat == nil || j.mask == nil {
+		return errors.New("jointspar: AfterBackward before Setup and BeforeStep")
+	}
+	j.compute += time.Since(j.stepStart)
+	j.dpBytes += dist.AllReduceBytes(int64(j.total*j.flat.DType().Size()), j.comm.Size())
+	start := time.Now()
+	defer func() { j.blocked += time.Since(start) }()
+	for i, m := range j.mask {
+		if !m {
+			continue
+		}
+		j.layersSum++
+		for _, v := range j.layers[i].params {
+			if v.Grad() == nil {
+				// Sampled, but the loss does not depend on it this step.
+				v.SetGrad(tensor.ZerosLike(v.Value))
+			}
+		}
+	}
+	if j.opt.PerWorker {
+		return j.denseAverage()
+	}
+	// The workers drew the same layers: all-reduce those only, end to end.
+	n := 0
+	j.walk(func(v *autograd.Var, part *tensor.Tensor) {
+		part.CopyFrom(v.Grad())
+		n += part.NumElements()
+	})
+	if n > 0 && j.comm.Size() > 1 {
+		head := j.flat.Slice(0, 0, n)
+		err := j.collective("all-reduce", func(ctx context.Context) error { return j.meter.AllReduce(ctx, head, dist.Avg) })
+		head.Release()
+		if err != nil {
+			return err
+		}
+	}
+	j.walk(func(v *autograd.Var, part *tensor.Tensor) { v.Grad().CopyFrom(part) })
+	j.rescale(func(i int) bool { return j.mask[i] })
+	return nil
+}
+
+// denseAverage all-reduces every layer's slot, zero where this worker did
+// not sample it and already rescaled where it did, with a count per layer
+// of the workers that sampled it.
+func (j *JointSpar) denseAverage() error {
+	off := 0
+	counts := j.flat.Slice(0, j.total, j.total+len(j.layers))
+	defer counts.Release()
+	cs := make([]float64, len(j.layers))
+	for i, l := range j.layers {
+		for _, v := range l.params {
+			n := v.Value.NumElements()
+			part := j.flat.Slice(0, off, off+n)
+			if j.mask[i] {
+				g := v.Grad().View(n)
+				part.CopyFrom(g)
+				g.Release()
+				part.MulScalarInPlace(1 / j.p[i])
+			} else {
+				part.Fill(0)
+			}
+			part.Release()
+			off += n
+		}
+		if j.mask[i] {
+			cs[i] = 1
+		}
+	}
+	c := tensor.FromSlice(cs, tensor.Shape{len(cs)}, tensor.On(cpu.Default()))
+	cc := c.Cast(counts.DType())
+	counts.CopyFrom(cc)
+	c.Release()
+	cc.Release()
+	if j.comm.Size() > 1 {
+		if err := j.collective("all-reduce", func(ctx context.Context) error { return j.meter.AllReduce(ctx, j.flat, dist.Avg) }); err != nil {
+			return err
+		}
+	}
+	got := tensor.ToSlice[float64](counts)
+	off = 0
+	for i, l := range j.layers {
+		var sq float64
+		for _, v := range l.params {
+			part := j.flat.Slice(0, off, off+v.Value.NumElements())
+			off += v.Value.NumElements()
+			if got[i] > 0 {
+				if v.Grad() == nil {
+					v.SetGrad(tensor.EmptyLike(v.Value))
+				}
+				g := v.Grad()
+				view := part.View(v.Value.Shape()...)
+				g.CopyFrom(view)
+				view.Release()
+				sq += sqNorm(g)
+			} else {
+				v.ZeroGrad()
+			}
+			part.Release()
+		}
+		if got[i] > 0 {
+			j.observe(i, math.Sqrt(sq))
+		}
+	}
+	return nil
+}
+
+// walk calls fn with each parameter of the sampled layers and its part of
+// flat, packed end to end in layer order, as a view in its shape.
+func (j *JointSpar) walk(fn func(v *autograd.Var, part *tensor.Tensor)) {
+	off := 0
+	for i, l := range j.layers {
+		if !j.mask[i] {
+			continue
+		}
+		for _, v := range l.params {
+			n := v.Value.NumElements()
+			part := j.flat.Slice(0, off, off+n)
+			view := part.View(v.Value.Shape()...)
+			fn(v, view)
+			view.Release()
+			part.Release()
+			off += n
+		}
+	}
+}
+
+// rescale divides the averaged gradients of the layers sel picks by p_ℓ,
+// after taking their norms into the estimates.
+func (j *JointSpar) rescale(sel func(int) bool) {
+	for i, l := range j.layers {
+		if !sel(i) {
+			continue
+		}
+		var sq float64
+		for _, v := range l.params {
+			sq += sqNorm(v.Grad())
+		}
+		j.observe(i, math.Sqrt(sq))
+		if j.p[i] != 1 {
+			for _, v := range l.params {
+				v.Grad().MulScalarInPlace(1 / j.p[i])
+			}
+		}
+	}
+}
+
+// observe folds a measured norm of layer i's gradient into its estimate.
+func (j *JointSpar) observe(i int, norm float64) {
+	if !j.known[i] {
+		j.norms[i], j.known[i] = norm, true
+		return
+	}
+	j.norms[i] = j.opt.Decay*j.norms[i] + (1-j.opt.Decay)*norm
+}
+
+func sqNorm(t *tensor.Tensor) float64 {
+	sq := t.Square()
+	defer sq.Release()
+	s := sq.Sum()
+	defer s.Release()
+	return s.Item()
+}
+
+// AfterStep implements train.Strategy: every layer requires its gradient
+// again.
+func (j *JointSpar) AfterStep(*train.StepContext) error {
+	for _, l := range j.layers {
+		for _, v := range l.params {
+			v.SetRequiresGrad(true)
+		}
+	}
+	j.steps++
+	return nil
+}
+
+// CommStats implements train.CommReporter.
+func (j *JointSpar) CommStats() train.CommStats {
+	tr := j.meter.Traffic().Sub(j.setup)
+	st := train.CommStats{
+		Sent: tr.Sent, Received: tr.Received, Collectives: tr.Ops,
+		Blocked: j.blocked.Seconds(), Syncs: j.steps,
+		SetupBytes:        j.setup.Sent + j.setup.Received,
+		DataParallelBytes: j.dpBytes,
+		Compute:           j.compute.Seconds(),
+	}
+	if j.steps > 0 {
+		st.LayersPerStep = float64(j.layersSum) / float64(j.steps)
+	}
+	return st
+}
+
+// State implements train.Stateful: the norm estimates (the draws are a
+// function of the step).
+func (j *JointSpar) State() (map[string]*tensor.Tensor, map[string]string) {
+	known := make([]string, len(j.known))
+	for i, k := range j.known {
+		known[i] = strconv.FormatBool(k)
+	}
+	return map[string]*tensor.Tensor{"norms": tensor.FromSlice(append([]float64(nil), j.norms...), tensor.Shape{len(j.norms)})},
+		map[string]string{"known": strings.Join(known, ","), "budget": strconv.FormatFloat(j.opt.Budget, 'g', -1, 64)}
+}
+
+// LoadState implements train.Stateful. It runs before Setup.
+func (j *JointSpar) LoadState(ts map[string]*tensor.Tensor, sc map[string]string) error {
+	t, ok := ts["norms"]
+	if !ok || len(ts) != 1 {
+		return errors.New("jointspar: the checkpoint's strategy state lacks the norm estimates")
+	}
+	if b := strconv.FormatFloat(j.opt.Budget, 'g', -1, 64); sc["budget"] != b {
+		return fmt.Errorf("jointspar: the checkpoint was written with budget %s, this run has %s", sc["budget"], b)
+	}
+	norms := tensor.ToSlice[float64](t)
+	parts := strings.Split(sc["known"], ",")
+	if len(parts) != len(norms) {
+		return fmt.Errorf("jointspar: %d norms but %d known flags", len(norms), len(parts))
+	}
+	known := make([]bool, len(parts))
+	for i, s := range parts {
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return fmt.Errorf("jointspar: known flag %q: %w", s, err)
+		}
+		known[i] = b
+	}
+	j.norms, j.known = norms, known
+	return nil
+}
+
+// Close frees the strategy's buffer and switches every layer's gradient
+// back on.
+func (j *JointSpar) Close() {
+	for _, l := range j.layers {
+		for _, v := range l.params {
+			v.SetRequiresGrad(true)
+		}
+	}
+	if j.flat != nil {
+		j.flat.Release()
+		j.flat = nil
+	}
+}

@@ -1,0 +1,406 @@
+package sparse_test
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/flockml/flock/autograd"
+	"github.com/flockml/flock/dataset"
+	"github.com/flockml/flock/dist"
+	"github.com/flockml/flock/nn"
+	"github.com/flockml/flock/nn/models"
+	"github.com/flockml/flock/optim"
+	"github.com/flockml/flock/sparse"
+	"github.com/flockml/flock/tensor"
+	"github.com/flockml/flock/train"
+)
+
+func TestProbabilities(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 1))
+	for range 200 {
+		L := 1 + r.IntN(40)
+		norms := make([]float64, L)
+		known := make([]bool, L)
+		for i := range norms {
+			norms[i] = math.Exp(3 * r.NormFloat64())
+			known[i] = r.IntN(5) > 0
+		}
+		budget := 0.05 + 0.95*r.Float64()
+		pMin := budget * r.Float64()
+		if pMin == 0 {
+			pMin = budget
+		}
+		p := sparse.Probabilities(norms, known, budget, pMin)
+		sum := 0.0
+		for i, v := range p {
+			if v < pMin*(1-1e-12) || v > 1 {
+				t.Fatalf("p[%d] = %v outside [%v, 1]", i, v, pMin)
+			}
+			sum += v
+		}
+		if math.Abs(sum-budget*float64(L)) > 1e-9*float64(L) {
+			t.Fatalf("Σp = %v, want %v", sum, budget*float64(L))
+		}
+		// Inside the clip the probabilities follow the norms.
+		var ratio float64
+		for i, v := range p {
+			if v > pMin && v < 1 && known[i] {
+				if ratio == 0 {
+					ratio = v / norms[i]
+				} else if math.Abs(v/norms[i]-ratio) > 1e-9*ratio {
+					t.Fatalf("p[%d]/norm = %v, another layer's %v", i, v/norms[i], ratio)
+				}
+			}
+		}
+		// Probabilities in proportion to the norms beat uniform ones.
+		uniform := make([]float64, L)
+		for i := range uniform {
+			uniform[i] = budget
+		}
+		all := make([]bool, L)
+		for i := range all {
+			all[i] = true
+		}
+		if v, u := sparse.Variance(norms, sparse.Probabilities(norms, all, budget, pMin)), sparse.Variance(norms, uniform); v > u*(1+1e-9) {
+			t.Fatalf("variance %v with p ∝ ‖g‖, %v with uniform p", v, u)
+		}
+	}
+	for _, v := range sparse.Probabilities([]float64{1, 2, 3}, []bool{true, true, true}, 1, 0.5) {
+		if v != 1 {
+			t.Errorf("budget 1 gives p = %v", v)
+		}
+	}
+}
+
+// bands returns n noisy 8×8 images with c channels in 4 classes.
+func bands(n, c int, seed uint64) *dataset.Images {
+	r := rand.New(rand.NewPCG(seed, 1))
+	m := &dataset.Images{N: n, H: 8, W: 8, C: c, Pixels: make([]uint8, n*64*c), Labels: make([]int32, n), Classes: []string{"a", "b", "c", "d"}}
+	for i := range n {
+		k := r.IntN(4)
+		m.Labels[i] = int32(k)
+		img := m.Image(i)
+		for p := range img {
+			v := r.IntN(100)
+			if (p/(8*c))/2 == k {
+				v += 120
+			}
+			img[p] = uint8(v)
+		}
+	}
+	return m
+}
+
+// fixture is a model, a batch and JointSpar over one worker, stepped by
+// hand: forward, backward and AfterBackward without an optimizer step.
+type fixture struct {
+	model  nn.Layer
+	params []nn.NamedParameter
+	x, y   *tensor.Tensor
+	js     *sparse.JointSpar
+	sc     *train.StepContext
+}
+
+func newFixture(t *testing.T, name string, opt sparse.Options) *fixture {
+	t.Helper()
+	data := bands(32, 3, 2)
+	model, err := models.Build(name, models.Config{InChannels: 3, Height: 8, Width: 8, NumClasses: 4}, tensor.NewGenerator(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := dataset.NewLoader(data, dataset.LoaderOptions{BatchSize: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := l.Next()
+	params := model.NamedParameters()
+	vars := make([]*autograd.Var, len(params))
+	names := make([]string, len(params))
+	for i, p := range params {
+		vars[i], names[i] = p.Param, p.Name
+	}
+	o := optim.NewSGD([]*optim.Group{optim.NewGroup(vars, names, 0.1, 0)}, optim.SGDOptions{})
+	js, err := sparse.New(dist.NewLocal(1)[0], opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{model: model, params: params, x: b.X, y: b.Y, js: js,
+		sc: &train.StepContext{Params: params, Model: model, Optimizer: o, TotalSteps: 1 << 20, StepsPerEpoch: 1 << 20}}
+	if err := js.Setup(f.sc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { js.Close(); model.Release() })
+	return f
+}
+
+// estimate returns step's rescaled gradient, flattened, the layers drawn,
+// and the FLOPs of its backward pass.
+func (f *fixture) estimate(t *testing.T, step int) ([]float64, []bool, int64) {
+	t.Helper()
+	f.sc.Step = step
+	if err := f.js.BeforeStep(f.sc); err != nil {
+		t.Fatal(err)
+	}
+	x := autograd.Const(f.x.Retain())
+	out := f.model.Forward(x)
+	loss := autograd.CrossEntropy(out, f.y, autograd.CrossEntropyOptions{})
+	var flops int64
+	if loss.RequiresGrad() {
+		flops = tensor.CountFLOPs(loss.Backward)
+	}
+	loss.Release()
+	out.Release()
+	x.Release()
+	if err := f.js.AfterBackward(f.sc); err != nil {
+		t.Fatal(err)
+	}
+	var g []float64
+	for _, p := range f.params {
+		if gr := p.Param.Grad(); gr != nil {
+			g = append(g, tensor.ToSlice[float64](gr)...)
+		} else {
+			g = append(g, make([]float64, p.Param.Value.NumElements())...)
+		}
+		p.Param.ZeroGrad()
+	}
+	if err := f.js.AfterStep(f.sc); err != nil {
+		t.Fatal(err)
+	}
+	return g, f.js.Sampled(), flops
+}
+
+// TestUnbiased checks by Monte Carlo that the mean of many rescaled
+// estimates converges to the full gradient within its standard error, and
+// that the expected number of layers per step is the budget. On a fixed
+// batch the estimate of layer ℓ is g_ℓ·1{ℓ drawn}/p_ℓ, so each layer's
+// mean factor ⟨ĝ_ℓ, g_ℓ⟩/‖g_ℓ‖² must be 1 within its standard error.
+func TestUnbiased(t *testing.T) {
+	full := newFixture(t, "cnn", sparse.Options{Budget: 1})
+	want, _, _ := full.estimate(t, 0)
+
+	f := newFixture(t, "cnn", sparse.Options{Budget: 0.5, Seed: 9})
+	// The elements of each layer, in the flattened gradient.
+	var spans [][2]int
+	off := 0
+	for _, name := range f.js.Layers() {
+		start := off
+		for _, p := range f.params {
+			if n := p.Param.Value.NumElements(); len(p.Name) > len(name) && p.Name[:len(name)+1] == name+"." {
+				off += n
+			}
+		}
+		spans = append(spans, [2]int{start, off})
+	}
+	if off != len(want) {
+		t.Fatalf("layers cover %d of %d elements", off, len(want))
+	}
+	const draws = 800
+	factors := make([][]float64, len(spans))
+	layers := 0
+	for s := range draws {
+		g, m, _ := f.estimate(t, s)
+		for l, sp := range spans {
+			var dot, nn float64
+			for i := sp[0]; i < sp[1]; i++ {
+				dot += g[i] * want[i]
+				nn += want[i] * want[i]
+			}
+			factors[l] = append(factors[l], dot/nn)
+		}
+		for _, b := range m {
+			if b {
+				layers++
+			}
+		}
+	}
+	for l, fs := range factors {
+		var mean, sq float64
+		for _, v := range fs {
+			mean += v / draws
+			sq += v * v / draws
+		}
+		se := math.Sqrt((sq - mean*mean) / draws)
+		if math.Abs(mean-1) > 4*se || se == 0 {
+			t.Errorf("layer %s: mean factor %.4f ± %.4f, want 1", f.js.Layers()[l], mean, se)
+		}
+		// Without the rescaling the factor would be about p_ℓ: the test
+		// tells an unbiased estimate from a biased one.
+		if p := f.js.Probabilities()[l]; p < 0.9 && math.Abs(mean*p-1) < 4*se {
+			t.Errorf("layer %s: a factor of %.3f is within the error of the unrescaled estimate", f.js.Layers()[l], mean*p)
+		}
+	}
+	L := len(f.js.Layers())
+	mean := float64(layers) / draws
+	// Each layer is a Bernoulli draw: the count's standard deviation is at most √(L/4).
+	if math.Abs(mean-0.5*float64(L)) > 4*math.Sqrt(float64(L)/4/draws) {
+		t.Errorf("%.3f layers per step, want %.1f", mean, 0.5*float64(L))
+	}
+}
+
+// TestSkipsWork checks that backward does less work with a smaller budget:
+// unsampled layers get no gradient, and their weight gradients are not
+// computed.
+func TestSkipsWork(t *testing.T) {
+	flops := map[float64]int64{}
+	for _, budget := range []float64{0.25, 1} {
+		f := newFixture(t, "resnet20", sparse.Options{Budget: budget, Seed: 1})
+		var total int64
+		for s := range 8 {
+			_, m, n := f.estimate(t, s)
+			if budget == 1 && slices.Contains(m, false) {
+				t.Errorf("budget 1 left a layer out")
+			}
+			total += n
+		}
+		flops[budget] = total
+	}
+	// A quarter of the weight gradients (about half of backward) and the
+	// input gradients below the lowest layer drawn: under 3/4 of the work.
+	if !(flops[0.25] < flops[1]*3/4) {
+		t.Errorf("8 backward passes took %d FLOPs at budget 0.25 and %d at 1", flops[0.25], flops[1])
+	}
+}
+
+func smallConfig(opt string) train.Config {
+	cfg := train.DefaultConfig()
+	cfg.Model = "cnn"
+	cfg.Epochs = 2
+	cfg.BatchSize = 8
+	cfg.Optimizer = opt
+	cfg.LR = 0.05
+	cfg.WarmupEpochs = 0.5
+	cfg.LogEvery = 0
+	return cfg
+}
+
+// trainK trains cfg on k in-process workers with the strategies mk makes
+// and returns rank 0's parameters and strategy statistics.
+func trainK(t *testing.T, cfg train.Config, data *dataset.Images, k int, mk func(c dist.Comm) train.Strategy, stop int, ckpt string) (map[string][]float32, train.CommStats) {
+	t.Helper()
+	var w map[string][]float32
+	var st train.CommStats
+	phase := func(resume bool, until int) {
+		comms := dist.NewLocal(k)
+		errs := make([]error, k)
+		var wg sync.WaitGroup
+		for r := range k {
+			wg.Go(func() {
+				s := mk(comms[r])
+				defer func() {
+					if c, ok := s.(interface{ Close() }); ok {
+						c.Close()
+					}
+				}()
+				opts := train.Options{Strategy: s, Rank: r, World: k}
+				if ckpt != "" {
+					opts.CheckpointComm, opts.CheckpointPath = comms[r], ckpt
+				}
+				tr, err := train.New(cfg, data, nil, opts)
+				if err != nil {
+					errs[r] = err
+					return
+				}
+				defer tr.Close()
+				if resume {
+					if errs[r] = tr.LoadCheckpoint(ckpt); errs[r] != nil {
+						comms[r].Close()
+						return
+					}
+				}
+				if _, errs[r] = tr.RunUntil(context.Background(), until); errs[r] != nil {
+					comms[r].Close()
+					return
+				}
+				if until < tr.TotalSteps() {
+					errs[r] = tr.SaveCheckpoint(ckpt)
+				}
+				if r == 0 {
+					w = map[string][]float32{}
+					for _, p := range tr.Model().NamedParameters() {
+						w[p.Name] = slices.Clone(p.Param.Value.Float32s())
+					}
+					if c, ok := s.(train.CommReporter); ok {
+						st = c.CommStats()
+					}
+				}
+			})
+		}
+		wg.Wait()
+		for r, err := range errs {
+			if err != nil {
+				t.Fatalf("rank %d: %v", r, err)
+			}
+		}
+	}
+	if stop > 0 {
+		phase(false, stop)
+		phase(true, math.MaxInt)
+	} else {
+		phase(false, math.MaxInt)
+	}
+	return w, st
+}
+
+func jointspar(opt sparse.Options) func(dist.Comm) train.Strategy {
+	return func(c dist.Comm) train.Strategy {
+		j, err := sparse.New(c, opt)
+		if err != nil {
+			panic(err)
+		}
+		return j
+	}
+}
+
+func maxDiff(a, b map[string][]float32) float64 {
+	d := 0.0
+	for k, x := range a {
+		for i, v := range x {
+			d = max(d, math.Abs(float64(v)-float64(b[k][i]))/(1+math.Abs(float64(v))))
+		}
+	}
+	return d
+}
+
+// TestBudgetOne checks that with p ≡ 1 JointSpar is plain SGD or LARS:
+// exactly on one worker, and data parallel (to rounding) on two.
+func TestBudgetOne(t *testing.T) {
+	data := bands(64, 1, 3)
+	for _, opt := range []string{"sgd", "lars"} {
+		cfg := smallConfig(opt)
+		single, _ := trainK(t, cfg, data, 1, func(dist.Comm) train.Strategy { return train.SingleWorker{} }, 0, "")
+		js, _ := trainK(t, cfg, data, 1, jointspar(sparse.Options{Budget: 1}), 0, "")
+		if d := maxDiff(single, js); d != 0 {
+			t.Errorf("%s: JointSpar with budget 1 on one worker differs from plain training by %.3g", opt, d)
+		}
+		dp, _ := trainK(t, cfg, data, 2, func(c dist.Comm) train.Strategy { return train.NewDataParallel(c, train.DataParallelOptions{}) }, 0, "")
+		js2, _ := trainK(t, cfg, data, 2, jointspar(sparse.Options{Budget: 1}), 0, "")
+		if d := maxDiff(dp, js2); d > 1e-5 {
+			t.Errorf("%s: JointSpar with budget 1 on two workers differs from data parallel by %.3g", opt, d)
+		}
+	}
+}
+
+// TestBytesAndResume checks the bytes of the shared and per-worker draws
+// and that a run resumed from a checkpoint equals the uninterrupted one.
+func TestBytesAndResume(t *testing.T) {
+	data := bands(64, 1, 4)
+	cfg := smallConfig("lars")
+	opt := sparse.Options{Budget: 0.5, Seed: 3}
+	whole, st := trainK(t, cfg, data, 2, jointspar(opt), 0, "")
+	if !(st.Sent > 0 && st.Sent < st.DataParallelBytes*3/4) || st.LayersPerStep <= 0 || st.LayersPerStep >= 4 {
+		t.Errorf("budget 0.5: %+v; want fewer bytes than data parallel's and 0 < layers per step < 4", st)
+	}
+	_, dense := trainK(t, cfg, data, 2, jointspar(sparse.Options{Budget: 0.5, Seed: 3, PerWorker: true}), 0, "")
+	if dense.Sent < dense.DataParallelBytes {
+		t.Errorf("per-worker draws sent %d bytes, less than data parallel's %d: their all-reduce is dense", dense.Sent, dense.DataParallelBytes)
+	}
+	parts, _ := trainK(t, cfg, data, 2, jointspar(opt), 5, filepath.Join(t.TempDir(), "js.ckpt"))
+	if d := maxDiff(whole, parts); d != 0 {
+		t.Errorf("resumed run differs by %.3g", d)
+	}
+}
