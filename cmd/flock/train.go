@@ -721,6 +721,9 @@ func (r *reporter) finish(s train.Summary) {
 		fmt.Fprintf(tw, "synchronizations\t%d (%d collectives)\n", c.Syncs, c.Collectives)
 		fmt.Fprintf(tw, "sent per worker\t%s (data parallel: %s)\n", byteSize(c.Sent), byteSize(c.DataParallelBytes))
 		fmt.Fprintf(tw, "waiting on communication\t%s\n", (time.Duration(c.Blocked * float64(time.Second))).Round(10*time.Millisecond))
+		if c.LayersPerStep > 0 {
+			fmt.Fprintf(tw, "layers computed per step\t%.1f\n", c.LayersPerStep)
+		}
 		if c.Sent > 0 {
 			fmt.Fprintf(tw, "communication vs data parallel\t%.1f× less\n", c.Saving())
 		}
