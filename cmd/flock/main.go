@@ -9,6 +9,10 @@
 //	train    train a model on Fashion-MNIST (see flock train --help)
 //	run      start the ranks of a distributed job (see flock run --help)
 //	bench    measure flock against its peers (see flock bench --help)
+//	convert  write a data set as an FFCV .beton file
+//	sync-plan  print the rounds of a local-update synchronization rule
+//	topology   print a decentralized topology's weights and spectral gap
+//	doctor   report the GPUs, CUDA driver and libraries found
 //	help     show the help of a command
 //
 // Exit status: 0 on success, 1 when the work failed (missing data, an I/O
