@@ -64,6 +64,9 @@ func (o *LARS) Step() {
 			d.MulScalarInPlace(r)
 		}
 		defer d.Release()
+		if sc := o.updateScale(p); sc != 1 {
+			d.MulScalarInPlace(sc)
+		}
 		if mu := o.opt.Momentum; mu != 0 {
 			b, ok := st["momentum_buffer"]
 			if !ok {
@@ -82,6 +85,9 @@ func (o *LARS) Step() {
 		p.Value.AddScaledInPlace(-g.LR, d)
 	})
 }
+
+// SetUpdateScale implements UpdateScaler.
+func (o *LARS) SetUpdateScale(p *autograd.Var, s float64) { o.setUpdateScale(p, s) }
 
 // SplitForLARS returns two groups of params: those that adapt (and decay)
 // and those of rank ≤ 1 — biases and normalisation weights — that do

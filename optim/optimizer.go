@@ -73,6 +73,42 @@ type base struct {
 	// state holds per-parameter buffers by buffer name, in group order.
 	state []map[string]*tensor.Tensor
 	step  int64
+	// scales holds the update scales set by SetUpdateScale (SGD, LARS).
+	scales map[*autograd.Var]float64
+}
+
+// UpdateScaler is implemented by the optimizers (SGD, LARS) that can scale
+// one parameter's update: strategies that update a parameter only on some
+// steps (JointSpar) scale those updates by 1/p so that the expected update
+// is the full one, which scaling the gradient cannot do for LARS, whose
+// trust ratio undoes any scale of the gradient.
+type UpdateScaler interface {
+	// SetUpdateScale makes the following steps multiply p's update
+	// direction d = g + λ·p (SGD; for LARS r·(g + λ·p), or g without
+	// adaptation) by s before the momentum takes it; s = 1 clears it.
+	SetUpdateScale(p *autograd.Var, s float64)
+}
+
+func (b *base) setUpdateScale(p *autograd.Var, s float64) {
+	if s == 1 {
+		delete(b.scales, p)
+		return
+	}
+	if !(s > 0) || math.IsInf(s, 0) {
+		panic(fmt.Sprintf("optim: SetUpdateScale(%v): want a finite scale > 0", s))
+	}
+	if b.scales == nil {
+		b.scales = map[*autograd.Var]float64{}
+	}
+	b.scales[p] = s
+}
+
+// updateScale returns p's update scale (1 when none is set).
+func (b *base) updateScale(p *autograd.Var) float64 {
+	if s, ok := b.scales[p]; ok {
+		return s
+	}
+	return 1
 }
 
 func newBase(kind string, groups []*Group, buffers ...string) base {

@@ -41,10 +41,16 @@ func NewSGD(groups []*Group, opt SGDOptions) *SGD {
 func (o *SGD) Step() {
 	o.step++
 	o.each(func(g *Group, p *autograd.Var, st map[string]*tensor.Tensor) {
-		if o.fusedStep(g, p, st) {
+		wd := g.WeightDecay
+		if sc := o.updateScale(p); sc != 1 {
+			// s·(g + λ·p) = (s·g) + (s·λ)·p.
+			p.Grad().MulScalarInPlace(sc)
+			wd *= sc
+		}
+		if o.fusedStep(g, wd, p, st) {
 			return
 		}
-		d := decayed(p, g.WeightDecay)
+		d := decayed(p, wd)
 		defer d.Release()
 		if mu := o.opt.Momentum; mu != 0 {
 			b, ok := st["momentum_buffer"]
@@ -65,6 +71,10 @@ func (o *SGD) Step() {
 	})
 }
 
+// SetUpdateScale implements UpdateScaler. The scaled update changes p's
+// gradient in place at the step.
+func (o *SGD) SetUpdateScale(p *autograd.Var, s float64) { o.setUpdateScale(p, s) }
+
 // decayed returns a new tensor g + λ·p.
 func decayed(p *autograd.Var, wd float64) *tensor.Tensor {
 	d := p.Grad().Clone()
@@ -76,9 +86,9 @@ func decayed(p *autograd.Var, wd float64) *tensor.Tensor {
 
 // fusedStep updates p with the device's fused kernel, reporting false when
 // it has none (leaving p and its state untouched).
-func (o *SGD) fusedStep(g *Group, p *autograd.Var, st map[string]*tensor.Tensor) bool {
+func (o *SGD) fusedStep(g *Group, wd float64, p *autograd.Var, st map[string]*tensor.Tensor) bool {
 	q := tensor.SGDParams{LR: g.LR, Momentum: o.opt.Momentum, Dampening: o.opt.Dampening,
-		WeightDecay: g.WeightDecay, Nesterov: o.opt.Nesterov}
+		WeightDecay: wd, Nesterov: o.opt.Nesterov}
 	if q.Momentum == 0 {
 		return tensor.FusedSGDStep(p.Value, p.Grad(), nil, q)
 	}

@@ -22,17 +22,26 @@
 //     (autograd.Var.SetRequiresGrad), so backward skips their weight
 //     gradients, and every gradient below the lowest layer drawn.
 //  3. The drawn layers' gradients are averaged over the workers in one
-//     all-reduce of a flat buffer holding just them, and scaled by 1/p_ℓ:
-//     E[1{ℓ drawn}·g_ℓ/p_ℓ] = g_ℓ. Layers not drawn get no update at all
-//     (no momentum, no weight decay). With per-worker draws the all-reduce
-//     is dense over every layer (zeros where a worker did not draw it, a
-//     count per layer): computation is saved, bytes are not.
+//     all-reduce of a flat buffer holding just them, and their updates are
+//     scaled by 1/p_ℓ: E[1{ℓ drawn}·d_ℓ/p_ℓ] = d_ℓ. The optimizer scales
+//     the update direction (optim.UpdateScaler: SGD's g + λ·w, LARS's
+//     trust-ratio-scaled one) before its momentum, so that weight decay
+//     and LARS are unbiased too — LARS's trust ratio would cancel a scaled
+//     gradient; optimizers without update scales (AdamW) get the gradient
+//     scaled instead. Layers not drawn get no update at all (no momentum,
+//     no weight decay). With per-worker draws the all-reduce is dense over
+//     every layer (zeros where a worker did not draw it, a count per
+//     layer): computation is saved, bytes are not.
 //  4. p_ℓ ∝ the estimated ‖g_ℓ‖, clipped to [p_min, 1] and renormalised
 //     to the budget (Probabilities: the variance-minimising choice for a
 //     given budget). A layer's estimate is a moving average of the norms
 //     of its averaged gradient on the steps that drew it; layers never
 //     drawn take the mean of the known estimates.
-//  5. LARS's trust ratio ‖w_ℓ‖/‖ĝ_ℓ‖ applies to the rescaled gradient.
+//  5. LARS's trust ratio ‖w_ℓ‖/‖g_ℓ‖ is computed on the averaged gradient
+//     and the resulting update scaled by 1/p_ℓ. (Taking the trust ratio of
+//     the rescaled gradient g_ℓ/p_ℓ, as a literal reading of the design
+//     would, cancels the rescaling: the expected update shrinks to p_ℓ
+//     times LARS's, and training slows in proportion.)
 //
 // With budget 1 every layer is drawn with p = 1 and JointSpar is plain
 // data-parallel SGD (or LARS). Probabilities and Variance expose the

@@ -13,6 +13,7 @@ import (
 	"github.com/flockml/flock/autograd"
 	"github.com/flockml/flock/backend/cpu"
 	"github.com/flockml/flock/dist"
+	"github.com/flockml/flock/optim"
 	"github.com/flockml/flock/tensor"
 	"github.com/flockml/flock/train"
 )
@@ -225,7 +226,7 @@ func (j *JointSpar) AfterBackward(s *train.StepContext) error {
 		}
 	}
 	if j.opt.PerWorker {
-		return j.denseAverage()
+		return j.denseAverage(s.Optimizer)
 	}
 	// The workers drew the same layers: all-reduce those only, end to end.
 	n := 0
@@ -242,14 +243,40 @@ func (j *JointSpar) AfterBackward(s *train.StepContext) error {
 		}
 	}
 	j.walk(func(v *autograd.Var, part *tensor.Tensor) { v.Grad().CopyFrom(part) })
-	j.rescale(func(i int) bool { return j.mask[i] })
+	for i, l := range j.layers {
+		if !j.mask[i] {
+			continue
+		}
+		var sq float64
+		for _, v := range l.params {
+			sq += sqNorm(v.Grad())
+		}
+		j.observe(i, math.Sqrt(sq))
+		j.scale(s.Optimizer, i, 1/j.p[i])
+	}
 	return nil
 }
 
+// scale makes layer i's update an unbiased estimate: the optimizer scales
+// the update by s where it can (SGD, LARS: LARS's trust ratio would undo a
+// scaled gradient), otherwise the gradient is scaled.
+func (j *JointSpar) scale(o optim.Optimizer, i int, s float64) {
+	us, ok := o.(optim.UpdateScaler)
+	for _, v := range j.layers[i].params {
+		if ok {
+			us.SetUpdateScale(v, s)
+		} else if s != 1 {
+			v.Grad().MulScalarInPlace(s)
+		}
+	}
+}
+
 // denseAverage all-reduces every layer's slot, zero where this worker did
-// not sample it and already rescaled where it did, with a count per layer
-// of the workers that sampled it.
-func (j *JointSpar) denseAverage() error {
+// not draw it, with a count per layer of the workers that drew it. A layer
+// c of K workers drew gets the mean of their gradients, ḡ, and the update
+// scale (c/K)/p_ℓ: s·ḡ = Σ_k 1{k drew ℓ}·g_k / (K·p_ℓ), the unbiased
+// estimate.
+func (j *JointSpar) denseAverage(o optim.Optimizer) error {
 	off := 0
 	counts := j.flat.Slice(0, j.total, j.total+len(j.layers))
 	defer counts.Release()
@@ -262,7 +289,6 @@ func (j *JointSpar) denseAverage() error {
 				g := v.Grad().View(n)
 				part.CopyFrom(g)
 				g.Release()
-				part.MulScalarInPlace(1 / j.p[i])
 			} else {
 				part.Fill(0)
 			}
@@ -298,6 +324,7 @@ func (j *JointSpar) denseAverage() error {
 				view := part.View(v.Value.Shape()...)
 				g.CopyFrom(view)
 				view.Release()
+				g.MulScalarInPlace(1 / got[i])
 				sq += sqNorm(g)
 			} else {
 				v.ZeroGrad()
@@ -306,6 +333,7 @@ func (j *JointSpar) denseAverage() error {
 		}
 		if got[i] > 0 {
 			j.observe(i, math.Sqrt(sq))
+			j.scale(o, i, got[i]/j.p[i])
 		}
 	}
 	return nil
@@ -331,26 +359,6 @@ func (j *JointSpar) walk(fn func(v *autograd.Var, part *tensor.Tensor)) {
 	}
 }
 
-// rescale divides the averaged gradients of the layers sel picks by p_ℓ,
-// after taking their norms into the estimates.
-func (j *JointSpar) rescale(sel func(int) bool) {
-	for i, l := range j.layers {
-		if !sel(i) {
-			continue
-		}
-		var sq float64
-		for _, v := range l.params {
-			sq += sqNorm(v.Grad())
-		}
-		j.observe(i, math.Sqrt(sq))
-		if j.p[i] != 1 {
-			for _, v := range l.params {
-				v.Grad().MulScalarInPlace(1 / j.p[i])
-			}
-		}
-	}
-}
-
 // observe folds a measured norm of layer i's gradient into its estimate.
 func (j *JointSpar) observe(i int, norm float64) {
 	if !j.known[i] {
@@ -369,11 +377,15 @@ func sqNorm(t *tensor.Tensor) float64 {
 }
 
 // AfterStep implements train.Strategy: every layer requires its gradient
-// again.
-func (j *JointSpar) AfterStep(*train.StepContext) error {
+// again, and no update is scaled.
+func (j *JointSpar) AfterStep(s *train.StepContext) error {
+	us, _ := s.Optimizer.(optim.UpdateScaler)
 	for _, l := range j.layers {
 		for _, v := range l.params {
 			v.SetRequiresGrad(true)
+			if us != nil {
+				us.SetUpdateScale(v, 1)
+			}
 		}
 	}
 	j.steps++

@@ -124,7 +124,9 @@ func newFixture(t *testing.T, name string, opt sparse.Options) *fixture {
 	for i, p := range params {
 		vars[i], names[i] = p.Param, p.Name
 	}
-	o := optim.NewSGD([]*optim.Group{optim.NewGroup(vars, names, 0.1, 0)}, optim.SGDOptions{})
+	// Plain SGD with rate 1: a step moves the parameters by minus the
+	// scaled gradient, the estimate.
+	o := optim.NewSGD([]*optim.Group{optim.NewGroup(vars, names, 1, 0)}, optim.SGDOptions{})
 	js, err := sparse.New(dist.NewLocal(1)[0], opt)
 	if err != nil {
 		t.Fatal(err)
@@ -138,8 +140,9 @@ func newFixture(t *testing.T, name string, opt sparse.Options) *fixture {
 	return f
 }
 
-// estimate returns step's rescaled gradient, flattened, the layers drawn,
-// and the FLOPs of its backward pass.
+// estimate returns step's estimate of the gradient — minus the
+// displacement of an SGD step with rate 1, taken and undone — flattened,
+// the layers drawn, and the FLOPs of its backward pass.
 func (f *fixture) estimate(t *testing.T, step int) ([]float64, []bool, int64) {
 	t.Helper()
 	f.sc.Step = step
@@ -159,13 +162,19 @@ func (f *fixture) estimate(t *testing.T, step int) ([]float64, []bool, int64) {
 	if err := f.js.AfterBackward(f.sc); err != nil {
 		t.Fatal(err)
 	}
-	var g []float64
+	var before []*tensor.Tensor
 	for _, p := range f.params {
-		if gr := p.Param.Grad(); gr != nil {
-			g = append(g, tensor.ToSlice[float64](gr)...)
-		} else {
-			g = append(g, make([]float64, p.Param.Value.NumElements())...)
+		before = append(before, p.Param.Value.Clone())
+	}
+	f.sc.Optimizer.Step()
+	var g []float64
+	for i, p := range f.params {
+		after := tensor.ToSlice[float64](p.Param.Value)
+		for k, v := range tensor.ToSlice[float64](before[i]) {
+			g = append(g, v-after[k])
 		}
+		p.Param.Value.CopyFrom(before[i])
+		before[i].Release()
 		p.Param.ZeroGrad()
 	}
 	if err := f.js.AfterStep(f.sc); err != nil {
