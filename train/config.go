@@ -67,8 +67,10 @@ type StrategyConfig struct {
 	// Name is "dp" (data parallel: gradients averaged every step), "local"
 	// (Local SGD / AdamW / LARS: parameters averaged every H steps),
 	// "diloco" (an outer optimizer steps on the averaged parameter change
-	// every H steps) or "jointspar" (each step computes and averages the
-	// gradients of a sample of the layers). Empty means "dp".
+	// every H steps), "jointspar" (each step computes and averages the
+	// gradients of a sample of the layers) or "dmsgd" (decentralized
+	// momentum SGD: each worker averages its parameters with its
+	// neighbours' in a topology). Empty means "dp".
 	Name string `json:"name,omitempty"`
 	// Sync chooses H for local and diloco: "constant" (H), "post-local"
 	// (1 before PostLocalSwitch epochs, then H), "power" (max(HBase,
@@ -100,10 +102,15 @@ type StrategyConfig struct {
 	Budget    float64 `json:"budget,omitempty"`
 	PMin      float64 `json:"p_min,omitempty"`
 	PerWorker bool    `json:"per_worker,omitempty"`
+	// Topology names DmSGD's graph (a kind of package gossip: exp,
+	// one-peer-exp, ring, mesh, torus, sym-exp, full) and LocalSteps the
+	// steps between its mixings (0: 1).
+	Topology   string `json:"topology,omitempty"`
+	LocalSteps int    `json:"local_steps,omitempty"`
 }
 
 // Strategies lists the accepted values of StrategyConfig.Name.
-var Strategies = []string{"dp", "local", "diloco", "jointspar"}
+var Strategies = []string{"dp", "local", "diloco", "jointspar", "dmsgd"}
 
 // SyncRules lists the accepted values of StrategyConfig.Sync.
 var SyncRules = []string{"constant", "post-local", "power", "qsr"}
@@ -122,6 +129,15 @@ func (s StrategyConfig) Validate() error {
 		return bad("unknown strategy %q (want %s)", s.Name, strings.Join(Strategies, ", "))
 	}
 	if name == "dp" {
+		return nil
+	}
+	if name == "dmsgd" {
+		switch {
+		case s.Topology == "":
+			return bad("dmsgd needs a topology")
+		case s.LocalSteps < 0:
+			return bad("local-steps %d: want ≥ 0", s.LocalSteps)
+		}
 		return nil
 	}
 	if name == "jointspar" {
@@ -202,6 +218,7 @@ func DefaultConfig() Config {
 		Strategy: StrategyConfig{
 			Name: "local", Sync: "qsr", H: 8, HBase: 4, Alpha: 0.2, Gamma: 2, BNBatches: 16,
 			OuterLR: 0.7, OuterMomentum: 0.9, OuterNesterov: true, Budget: 0.5,
+			Topology: "exp", LocalSteps: 1,
 		},
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/flockml/flock/dataset"
 	"github.com/flockml/flock/dist"
 	"github.com/flockml/flock/ffcv"
+	"github.com/flockml/flock/gossip"
 	"github.com/flockml/flock/internal/term"
 	"github.com/flockml/flock/localopt"
 	"github.com/flockml/flock/nn"
@@ -89,6 +90,8 @@ func trainFlags(cfg *train.Config, o *trainOptions) *flag.FlagSet {
 	fs.Float64Var(&sc.Budget, "budget", sc.Budget, "jointspar: the fraction of layers whose gradients a step computes and sends, in (0, 1]")
 	fs.Float64Var(&sc.PMin, "p-min", sc.PMin, "jointspar: the smallest probability of drawing a layer (0: min(0.05, budget))")
 	fs.BoolVar(&sc.PerWorker, "per-worker-draws", sc.PerWorker, "jointspar: each worker draws its own layers (saves computation, not bytes)")
+	fs.StringVar(&sc.Topology, "topology", sc.Topology, "dmsgd: the graph whose neighbours average, one of "+strings.Join(gossip.Kinds(), ", ")+" ('flock topology' prints them)")
+	fs.IntVar(&sc.LocalSteps, "local-steps", sc.LocalSteps, "dmsgd: `J` local steps between mixings")
 	return fs
 }
 
@@ -135,6 +138,11 @@ its own shard of the data with --batch-size images per step, cooperating by
           averaged change at the end of each round.
   dp      data parallel: gradients averaged every step, so the run follows
           one worker with batch K × batch-size.
+  dmsgd   decentralized momentum SGD: after each step (every --local-steps)
+          a worker averages its parameters with its neighbours' in
+          --topology (exp: the static exponential graph; one-peer-exp: one
+          neighbour a step, exact averaging every log2 K steps); nobody
+          waits for everyone. Worker 0 evaluates its own model.
   jointspar
           data parallel over a sample of the layers: each step draws about
           --budget of them (more often those with larger gradients), skips
@@ -523,10 +531,18 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSe
 
 // newStrategy builds the strategy cfg names over c.
 func newStrategy(c dist.Comm, cfg train.Config, stepsPerEpoch int, ctx context.Context) (train.Strategy, error) {
-	if cfg.Strategy.Name != "jointspar" {
-		return localopt.NewStrategy(c, cfg.Strategy, stepsPerEpoch, ctx)
+	sc := cfg.Strategy
+	switch sc.Name {
+	case "jointspar":
+		return sparse.New(c, sparse.Options{Budget: sc.Budget, PMin: sc.PMin, PerWorker: sc.PerWorker, Seed: cfg.Seed, Context: ctx})
+	case "dmsgd":
+		top, err := gossip.New(gossip.Spec{Kind: sc.Topology, N: c.Size(), Seed: cfg.Seed})
+		if err != nil {
+			return nil, err
+		}
+		return gossip.NewDmSGD(c, gossip.DmSGDOptions{Topology: top, LocalSteps: sc.LocalSteps, Context: ctx})
 	}
-	return sparse.New(c, sparse.Options{Budget: cfg.Strategy.Budget, PMin: cfg.Strategy.PMin, PerWorker: cfg.Strategy.PerWorker, Seed: cfg.Seed, Context: ctx})
+	return localopt.NewStrategy(c, sc, stepsPerEpoch, ctx)
 }
 
 // strategyName says what s does, for people.
@@ -551,7 +567,11 @@ func interruption(err error) bool {
 // setCheckpoints reports whether cfg's strategy lets the workers' models
 // differ, so that a checkpoint is a set of one file per worker.
 func setCheckpoints(cfg train.Config) bool {
-	return cfg.Strategy.Name == "local" || cfg.Strategy.Name == "diloco"
+	switch cfg.Strategy.Name {
+	case "local", "diloco", "dmsgd":
+		return true
+	}
+	return false
 }
 
 // reporter writes a run's records for people (a progress bar on a
@@ -724,8 +744,12 @@ func (r *reporter) finish(s train.Summary) {
 		if c.LayersPerStep > 0 {
 			fmt.Fprintf(tw, "layers computed per step\t%.1f\n", c.LayersPerStep)
 		}
-		if c.Sent > 0 {
-			fmt.Fprintf(tw, "communication vs data parallel\t%.1f× less\n", c.Saving())
+		switch sv := c.Saving(); {
+		case c.Sent == 0:
+		case sv >= 1:
+			fmt.Fprintf(tw, "communication vs data parallel\t%.1f× less\n", sv)
+		default:
+			fmt.Fprintf(tw, "communication vs data parallel\t%.1f× more\n", 1/sv)
 		}
 	}
 	tw.Flush()

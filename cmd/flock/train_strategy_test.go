@@ -160,3 +160,41 @@ func TestSetResumeRefused(t *testing.T) {
 		t.Errorf("resume with 3 workers: exit %d, stderr %q", code, stderr.String())
 	}
 }
+
+// TestOtherStrategies trains briefly with DmSGD and JointSpar through flock
+// train and checks their summaries, and that a bad topology is refused.
+func TestOtherStrategies(t *testing.T) {
+	needData(t)
+	for _, args := range [][]string{
+		{"--strategy", "dmsgd", "--topology", "one-peer-exp", "--workers", "4"},
+		{"--strategy", "jointspar", "--budget", "0.5", "--workers", "2"},
+	} {
+		var stdout, stderr bytes.Buffer
+		all := append([]string{"train", "--model", "mlp", "--train-images", "2000", "--epochs", "1", "--batch-size", "100", "--json"}, args...)
+		if code := run(all, &stdout, &stderr); code != exitOK {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr.String())
+		}
+		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+		var sum struct {
+			Steps int
+			Comm  struct {
+				Syncs         int     `json:"syncs"`
+				Sent          int64   `json:"bytes_sent"`
+				LayersPerStep float64 `json:"layers_per_step"`
+			}
+		}
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
+			t.Fatal(err)
+		}
+		if sum.Steps == 0 || sum.Comm.Syncs != sum.Steps || sum.Comm.Sent == 0 {
+			t.Errorf("%v: summary %s", args, lines[len(lines)-1])
+		}
+		if args[1] == "jointspar" && !(sum.Comm.LayersPerStep > 0 && sum.Comm.LayersPerStep < 3) {
+			t.Errorf("jointspar computed %v of the MLP's 3 layers per step at budget 0.5", sum.Comm.LayersPerStep)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"train", "--strategy", "dmsgd", "--topology", "star", "--workers", "2"}, &stdout, &stderr); code == exitOK || !strings.Contains(stderr.String(), "star") {
+		t.Errorf("an unknown topology: exit %d, stderr %q", code, stderr.String())
+	}
+}
