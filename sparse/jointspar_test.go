@@ -413,3 +413,38 @@ func TestBytesAndResume(t *testing.T) {
 		t.Errorf("resumed run differs by %.3g", d)
 	}
 }
+
+// TestVarianceOnModel compares, on the CNN's and ResNet-20's real layer
+// gradients, the estimator's variance with probabilities in proportion to
+// the layer norms against uniform probabilities of the same budget.
+func TestVarianceOnModel(t *testing.T) {
+	for _, name := range []string{"cnn", "resnet20"} {
+		f := newFixture(t, name, sparse.Options{Budget: 1})
+		g, _, _ := f.estimate(t, 0)
+		var norms []float64
+		off := 0
+		for _, layer := range f.js.Layers() {
+			sq := 0.0
+			for _, p := range f.params {
+				if n := p.Param.Value.NumElements(); len(p.Name) > len(layer) && p.Name[:len(layer)+1] == layer+"." {
+					for _, v := range g[off : off+n] {
+						sq += v * v
+					}
+					off += n
+				}
+			}
+			norms = append(norms, math.Sqrt(sq))
+		}
+		known := make([]bool, len(norms))
+		uniform := make([]float64, len(norms))
+		for i := range known {
+			known[i], uniform[i] = true, 0.5
+		}
+		v := sparse.Variance(norms, sparse.Probabilities(norms, known, 0.5, 0.05))
+		u := sparse.Variance(norms, uniform)
+		if !(v <= u) {
+			t.Errorf("%s: variance %.4g with p ∝ ‖g_ℓ‖, %.4g with uniform p", name, v, u)
+		}
+		t.Logf("%s: variance %.4g with p ∝ ‖g_ℓ‖, %.4g with uniform p (%d layers)", name, v, u, len(norms))
+	}
+}
