@@ -20,7 +20,9 @@
 // messages between two ranks with one tag arrive in the order sent. NewGroup
 // makes a Comm over a subset of the ranks (renumbered 0 … len−1) for
 // hierarchical schemes; every rank of the parent calls it, non-members get
-// nil.
+// nil. NeighborAllReduce averages a tensor with chosen peers' by weight
+// (t ← w_self·t + Σ_j w_j·t_j), built on Send and Recv so that it runs on
+// every transport: decentralized training's gossip step.
 //
 // Float32 and float64 take every ReduceOp; int32 and int64 take Sum, Max and
 // Min. Max and Min propagate NaN.

@@ -53,4 +53,14 @@
 // 2021, "Asynchronous Decentralized SGD with Quantized and Local
 // Updates"), drawn so that every worker knows the pairs of iteration k
 // without asking anyone.
+//
+// # Training
+//
+// DmSGD is decentralized momentum SGD (adapt-then-combine) as a
+// train.Strategy: every worker takes its own momentum step, then averages
+// its parameters with its in-neighbours' at iteration k
+// (dist.NeighborAllReduce, over any transport's Send and Recv), every
+// step or every J steps; momentum stays local. flock train runs it with
+// --strategy dmsgd --topology KIND. Swarm SGD, the pairwise asynchronous
+// form, is not built yet.
 package gossip
