@@ -5,16 +5,15 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"net"
 	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/flockml/flock/autograd"
 	"github.com/flockml/flock/dataset"
 	"github.com/flockml/flock/dist"
+	"github.com/flockml/flock/dist/commtest"
 	"github.com/flockml/flock/gossip"
 	"github.com/flockml/flock/nn"
 	"github.com/flockml/flock/tensor"
@@ -379,39 +378,6 @@ func consensus(runs []run, i int) float64 {
 	return mean
 }
 
-// dialK connects k ranks of this process over loopback TCP.
-func dialK(t *testing.T, k int) []dist.Comm {
-	t.Helper()
-	lns := make([]net.Listener, k)
-	addrs := make([]string, k)
-	for r := range k {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ln.Close() })
-		lns[r], addrs[r] = ln, ln.Addr().String()
-	}
-	comms := make([]dist.Comm, k)
-	errs := make([]error, k)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	var wg sync.WaitGroup
-	for r := range k {
-		wg.Go(func() {
-			comms[r], errs[r] = dist.DialTCP(ctx, dist.TCPConfig{Rank: r, Size: k, Addrs: addrs, Listener: lns[r],
-				Token: []byte("gossip test token"), Timeout: 10 * time.Second, NoSharedMemory: true})
-		})
-	}
-	wg.Wait()
-	for r, err := range errs {
-		if err != nil {
-			t.Fatalf("rank %d: %v", r, err)
-		}
-	}
-	return comms
-}
-
 // TestDmSGDTransports checks that DmSGD computes bit-identical parameters
 // in process and over TCP.
 func TestDmSGDTransports(t *testing.T) {
@@ -421,7 +387,7 @@ func TestDmSGDTransports(t *testing.T) {
 			k := topo.Nodes()
 			cfg := smallConfig(k)
 			want := runK(t, cfg, data, k, nil, dmsgd(topo, 1), 0, "")
-			got := runK(t, cfg, data, k, dialK(t, k), dmsgd(topo, 1), 0, "")
+			got := runK(t, cfg, data, k, commtest.Loopback(t, k, false), dmsgd(topo, 1), 0, "")
 			for r := range k {
 				if !equal(want[r].final, got[r].final) {
 					t.Errorf("rank %d: parameters over TCP differ from the in-process run's by %.3g", r, maxDiff(want[r].final, got[r].final))

@@ -631,15 +631,6 @@ func (c *core) scatter(avg []*tensor.Tensor) {
 	}
 }
 
-// sqNorm returns Σ t², accumulated in float64.
-func sqNorm(t *tensor.Tensor) float64 {
-	sq := t.Square()
-	defer sq.Release()
-	s := sq.Sum()
-	defer s.Release()
-	return s.Item()
-}
-
 // stats returns the accounting so far.
 func (c *core) stats() train.CommStats {
 	tr := c.base.Add(c.meter.Traffic()).Sub(c.setup).Sub(c.eval)

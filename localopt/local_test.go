@@ -6,17 +6,16 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"net"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/flockml/flock/autograd"
 	"github.com/flockml/flock/dataset"
 	"github.com/flockml/flock/dist"
+	"github.com/flockml/flock/dist/commtest"
 	"github.com/flockml/flock/localopt"
 	"github.com/flockml/flock/nn"
 	"github.com/flockml/flock/optim"
@@ -731,40 +730,6 @@ func TestInterruptStopsAtSync(t *testing.T) {
 	}
 }
 
-// dialK connects k ranks of this process over loopback TCP, or through
-// shared memory when shm is set.
-func dialK(t *testing.T, k int, shm bool) []dist.Comm {
-	t.Helper()
-	lns := make([]net.Listener, k)
-	addrs := make([]string, k)
-	for r := range k {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ln.Close() })
-		lns[r], addrs[r] = ln, ln.Addr().String()
-	}
-	comms := make([]dist.Comm, k)
-	errs := make([]error, k)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	var wg sync.WaitGroup
-	for r := range k {
-		wg.Go(func() {
-			comms[r], errs[r] = dist.DialTCP(ctx, dist.TCPConfig{Rank: r, Size: k, Addrs: addrs, Listener: lns[r],
-				Token: []byte("localopt test token"), Timeout: 10 * time.Second, NoSharedMemory: !shm})
-		})
-	}
-	wg.Wait()
-	for r, err := range errs {
-		if err != nil {
-			t.Fatalf("rank %d: %v", r, err)
-		}
-	}
-	return comms
-}
-
 // TestTransports checks that Local SGD and DiLoCo compute the same
 // parameters over TCP, shared memory and in-process ranks.
 func TestTransports(t *testing.T) {
@@ -777,7 +742,7 @@ func TestTransports(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			want := runK(t, cfg, data, nil, 2, mk, 0, "")
 			for _, shm := range []bool{false, true} {
-				got := runWith(t, cfg, data, dialK(t, 2, shm), mk)
+				got := runWith(t, cfg, data, commtest.Loopback(t, 2, shm), mk)
 				for r := range 2 {
 					if !equal(want[r].final, got[r]) {
 						t.Errorf("shared memory %v: rank %d's parameters differ from the in-process run's", shm, r)

@@ -14,7 +14,7 @@ func ClipGradNorm(params []*autograd.Var, maxNorm float64) float64 {
 	var total float64
 	for _, p := range params {
 		if g := p.Grad(); g != nil {
-			total += sqNorm(g)
+			total += g.SquaredNorm()
 		}
 	}
 	n := math.Sqrt(total)

@@ -54,8 +54,8 @@ func (o *LARS) Step() {
 		if g.NoAdapt {
 			d = p.Grad().Clone()
 		} else {
-			wn := math.Sqrt(sqNorm(p.Value))
-			gn := math.Sqrt(sqNorm(p.Grad()))
+			wn := math.Sqrt(p.Value.SquaredNorm())
+			gn := math.Sqrt(p.Grad().SquaredNorm())
 			r := 1.0
 			if wn > 0 && gn > 0 {
 				r = o.opt.TrustCoefficient * wn / (gn + g.WeightDecay*wn + o.opt.Eps)

@@ -331,15 +331,6 @@ func groupKey(k string) (int, bool) {
 	return i, err == nil && i >= 0
 }
 
-// sqNorm returns Σ t², accumulated in float64.
-func sqNorm(t *tensor.Tensor) float64 {
-	sq := t.Square()
-	defer sq.Release()
-	s := sq.Sum()
-	defer s.Release()
-	return s.Item()
-}
-
 // StateBuffers returns the optimizer's live buffer field ("momentum_buffer",
 // "exp_avg", …) of every parameter, in group order, parallel to the
 // parameters: strategies average them across workers in place. A

@@ -249,7 +249,7 @@ func (j *JointSpar) AfterBackward(s *train.StepContext) error {
 		}
 		var sq float64
 		for _, v := range l.params {
-			sq += sqNorm(v.Grad())
+			sq += v.Grad().SquaredNorm()
 		}
 		j.observe(i, math.Sqrt(sq))
 		j.scale(s.Optimizer, i, 1/j.p[i])
@@ -325,7 +325,7 @@ func (j *JointSpar) denseAverage(o optim.Optimizer) error {
 				g.CopyFrom(view)
 				view.Release()
 				g.MulScalarInPlace(1 / got[i])
-				sq += sqNorm(g)
+				sq += g.SquaredNorm()
 			} else {
 				v.ZeroGrad()
 			}
@@ -366,14 +366,6 @@ func (j *JointSpar) observe(i int, norm float64) {
 		return
 	}
 	j.norms[i] = j.opt.Decay*j.norms[i] + (1-j.opt.Decay)*norm
-}
-
-func sqNorm(t *tensor.Tensor) float64 {
-	sq := t.Square()
-	defer sq.Release()
-	s := sq.Sum()
-	defer s.Release()
-	return s.Item()
 }
 
 // AfterStep implements train.Strategy: every layer requires its gradient

@@ -83,6 +83,16 @@ func (t *Tensor) reduce(op backend.ReduceOp, name string, axes []int, keep bool,
 // removed from the shape. Integer and Bool tensors sum to Int64.
 func (t *Tensor) Sum(axes ...int) *Tensor { return t.reduce(backend.Sum, "Sum", axes, false, 0) }
 
+// SquaredNorm returns Σ t², the square of t's Euclidean norm, as the sum
+// of the squared elements in t's dtype (float tensors only).
+func (t *Tensor) SquaredNorm() float64 {
+	sq := t.Square()
+	defer sq.Release()
+	s := sq.Sum()
+	defer s.Release()
+	return s.Item()
+}
+
 // Mean returns the mean over axes (all when none are given).
 func (t *Tensor) Mean(axes ...int) *Tensor { return t.reduce(backend.Mean, "Mean", axes, false, 0) }
 
