@@ -62,5 +62,8 @@
 // (dist.NeighborAllReduce, over any transport's Send and Recv), every
 // step or every J steps; momentum stays local. flock train runs it with
 // --strategy dmsgd --topology KIND. Swarm SGD, the pairwise asynchronous
-// form, is not built yet.
+// form, is not built yet; its exchange's lattice Quantizer is: a model is
+// sent as round(x/s) mod 2^bits per coordinate and decoded against the
+// receiver's own copy, exact while ‖x − ref‖∞ < (2^bits − 1)·s/2, with a
+// checksum that detects the coordinates that wrapped.
 package gossip
