@@ -95,6 +95,7 @@ type DmSGD struct {
 
 	// Accounting, checkpointed so that a resumed run's counts go on.
 	setup, base dist.Traffic // base: traffic before a resume
+	eval        dist.Traffic // of evaluations' averaging
 	blocked     time.Duration
 	dpBytes     int64
 	consensus   float64
@@ -111,6 +112,7 @@ var (
 	_ train.Strategy        = (*DmSGD)(nil)
 	_ train.Stateful        = (*DmSGD)(nil)
 	_ train.CommReporter    = (*DmSGD)(nil)
+	_ train.EvalPreparer    = (*DmSGD)(nil)
 	_ train.StopCoordinator = (*DmSGD)(nil)
 	_ fmt.Stringer          = (*DmSGD)(nil)
 )
@@ -435,11 +437,12 @@ func (d *DmSGD) CoordinatesStop() {}
 
 // stats returns the accounting so far.
 func (d *DmSGD) stats() train.CommStats {
-	tr := d.base.Add(d.meter.Traffic()).Sub(d.setup)
+	tr := d.base.Add(d.meter.Traffic()).Sub(d.setup).Sub(d.eval)
 	return train.CommStats{
 		Sent: tr.Sent, Received: tr.Received, Collectives: tr.Ops,
 		Blocked: d.blocked.Seconds(), Syncs: int64(d.mixings),
 		SetupBytes:        d.setup.Sent + d.setup.Received,
+		EvalBytes:         d.eval.Sent + d.eval.Received,
 		DataParallelBytes: d.dpBytes,
 		Consensus:         d.consensus,
 	}
@@ -477,6 +480,9 @@ func (d *DmSGD) State() (map[string]*tensor.Tensor, map[string]string) {
 		"setup.sent":   i64(d.setup.Sent),
 		"setup.recv":   i64(d.setup.Received),
 		"setup.ops":    i64(d.setup.Ops),
+		"eval.sent":    i64(d.eval.Sent),
+		"eval.recv":    i64(d.eval.Received),
+		"eval.ops":     i64(d.eval.Ops),
 	}
 }
 
@@ -504,6 +510,7 @@ func (d *DmSGD) LoadState(ts map[string]*tensor.Tensor, sc map[string]string) er
 	mixings, dpBytes, blocked := geti("mixings"), geti("dp_bytes"), geti("blocked_ns")
 	base := dist.Traffic{Sent: geti("traffic.sent"), Received: geti("traffic.recv"), Ops: geti("traffic.ops")}
 	setup := dist.Traffic{Sent: geti("setup.sent"), Received: geti("setup.recv"), Ops: geti("setup.ops")}
+	eval := dist.Traffic{Sent: geti("eval.sent"), Received: geti("eval.recv"), Ops: geti("eval.ops")}
 	consensus, e := strconv.ParseFloat(sc["consensus"], 64)
 	if err = errors.Join(err, e); err != nil {
 		return fmt.Errorf("dmsgd: state: %w", err)
@@ -520,8 +527,48 @@ func (d *DmSGD) LoadState(ts map[string]*tensor.Tensor, sc map[string]string) er
 	}
 	d.mixings, d.pending, d.loaded = int(mixings), pending, true
 	d.dpBytes, d.blocked, d.consensus = dpBytes, time.Duration(blocked), consensus
-	d.base, d.setup = base, setup
+	d.base, d.setup, d.eval = base, setup, eval
 	return nil
+}
+
+// BeforeEval implements train.EvalPreparer: the workers' average is
+// evaluated. It saves each worker's parameters, all-reduces them into
+// their mean, and returns the function that puts them back, so that
+// evaluating never changes the run; the all-reduce's bytes count as
+// evaluation traffic. Batch norm's running statistics are each worker's.
+func (d *DmSGD) BeforeEval(*train.StepContext) (func() error, error) {
+	before, blocked := d.meter.Traffic(), d.blocked
+	defer func() {
+		d.eval = d.eval.Add(d.meter.Traffic().Sub(before))
+		d.blocked = blocked
+	}()
+	if !d.inPlace {
+		for i, p := range d.params {
+			d.views[i].CopyFrom(p.Param.Value)
+		}
+	}
+	saved := d.flat.Clone()
+	put := func() {
+		if !d.inPlace {
+			for i, p := range d.params {
+				p.Param.Value.CopyFrom(d.views[i])
+			}
+		}
+	}
+	restore := func() error {
+		d.flat.CopyFrom(saved)
+		saved.Release()
+		put()
+		return nil
+	}
+	ctx, cancel := dist.WithDefaultTimeout(d.ctx, dist.DefaultTimeout)
+	defer cancel()
+	if err := d.meter.AllReduce(ctx, d.flat, dist.Avg); err != nil {
+		restore()
+		return nil, fmt.Errorf("dmsgd: average for evaluation: %w", err)
+	}
+	put()
+	return restore, nil
 }
 
 // Close frees the strategy's buffers; the Comm stays open, owned by the

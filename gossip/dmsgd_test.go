@@ -621,3 +621,96 @@ func TestDmSGDNames(t *testing.T) {
 		t.Errorf("a topology of 4 nodes for 8 workers is accepted")
 	}
 }
+
+// evalProbe records, at each evaluation, the parameters the model holds
+// once DmSGD has prepared it.
+type evalProbe struct {
+	*gossip.DmSGD
+	seen []map[string][]float32
+	mine []map[string][]float32
+}
+
+func (p *evalProbe) BeforeEval(s *train.StepContext) (func() error, error) {
+	p.mine = append(p.mine, params(s.Params))
+	restore, err := p.DmSGD.BeforeEval(s)
+	if err == nil {
+		p.seen = append(p.seen, params(s.Params))
+	}
+	return restore, err
+}
+
+// TestDmSGDEvaluatesAverage checks that an evaluation sees the workers'
+// average, that evaluating changes nothing of the run, and that its bytes
+// are counted apart.
+func TestDmSGDEvaluatesAverage(t *testing.T) {
+	const k = 4
+	data := bands(64, 8, 8, 21)
+	test := bands(20, 8, 8, 22)
+	cfg := smallConfig(k)
+	cfg.EvalEvery = 1
+	train1 := func(withTest bool) ([]*evalProbe, []map[string][]float32, []train.CommStats) {
+		comms := dist.NewLocal(k)
+		probes := make([]*evalProbe, k)
+		finals := make([]map[string][]float32, k)
+		stats := make([]train.CommStats, k)
+		var wg sync.WaitGroup
+		for r := range k {
+			wg.Go(func() {
+				d, err := gossip.NewDmSGD(comms[r], gossip.DmSGDOptions{Topology: gossip.Ring(k)})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer d.Close()
+				probes[r] = &evalProbe{DmSGD: d}
+				opts := train.Options{Strategy: probes[r], Rank: r, World: k}
+				ts := test
+				if r > 0 || !withTest {
+					ts, opts.PeerEvaluates = nil, withTest
+				}
+				tr, err := train.New(cfg, data, ts, opts)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer tr.Close()
+				if _, err := tr.Run(context.Background()); err != nil {
+					t.Errorf("rank %d: %v", r, err)
+				}
+				finals[r] = params(tr.Model().NamedParameters())
+				stats[r] = d.CommStats()
+			})
+		}
+		wg.Wait()
+		return probes, finals, stats
+	}
+	probes, with, st := train1(true)
+	_, without, st0 := train1(false)
+	if len(probes[0].seen) != cfg.Epochs || len(probes[1].seen) != cfg.Epochs {
+		t.Fatalf("%d and %d evaluations prepared, want %d", len(probes[0].seen), len(probes[1].seen), cfg.Epochs)
+	}
+	for e := range cfg.Epochs {
+		if equal(probes[0].mine[e], probes[1].mine[e]) {
+			t.Fatalf("epoch %d: the workers hold the same parameters; the test cannot tell an average", e+1)
+		}
+		for name, a := range probes[0].mine[e] {
+			for i := range a {
+				want := 0.0
+				for _, p := range probes {
+					want += float64(p.mine[e][name][i]) / k
+				}
+				if got := float64(probes[0].seen[e][name][i]); math.Abs(got-want) > 1e-6*(1+math.Abs(want)) {
+					t.Fatalf("epoch %d %s[%d]: evaluated %v, want the workers' mean %v", e+1, name, i, got, want)
+				}
+			}
+		}
+	}
+	for r := range k {
+		if !equal(with[r], without[r]) {
+			t.Errorf("rank %d: evaluating changed the run", r)
+		}
+	}
+	if st[0].EvalBytes == 0 || st0[0].EvalBytes != 0 || st[0].Sent != st0[0].Sent {
+		t.Errorf("evaluation bytes %d (training %d) with evaluations, %d (training %d) without", st[0].EvalBytes, st[0].Sent, st0[0].EvalBytes, st0[0].Sent)
+	}
+}

@@ -142,7 +142,7 @@ its own shard of the data with --batch-size images per step, cooperating by
           a worker averages its parameters with its neighbours' in
           --topology (exp: the static exponential graph; one-peer-exp: one
           neighbour a step, exact averaging every log2 K steps); nobody
-          waits for everyone. Worker 0 evaluates its own model.
+          waits for everyone; evaluations see the workers' average.
   jointspar
           data parallel over a sample of the layers: each step draws about
           --budget of them (more often those with larger gradients), skips
