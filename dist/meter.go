@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/flockml/flock/backend/cpu"
 	"github.com/flockml/flock/tensor"
 )
 
@@ -152,4 +153,16 @@ func (m *Meter) Recv(ctx context.Context, t *tensor.Tensor, from, tag int) error
 	err := m.Comm.Recv(ctx, t, from, tag)
 	m.count(0, nbytes(t), start)
 	return err
+}
+
+// Mean returns the mean over c's ranks of each rank's v, all-reduced as one
+// float32: how strategies average a statistic (a consensus distance) that
+// no other collective can carry.
+func Mean(ctx context.Context, c Comm, v float64) (float64, error) {
+	t := tensor.FromSlice([]float32{float32(v)}, tensor.Shape{1}, tensor.On(cpu.Default()))
+	defer t.Release()
+	if err := c.AllReduce(ctx, t, Avg); err != nil {
+		return 0, err
+	}
+	return t.Item(), nil
 }

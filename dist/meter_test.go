@@ -74,3 +74,25 @@ func TestMeter(t *testing.T) {
 		t.Errorf("AllReduceBytes(1000, 1) = %d, want 0", got)
 	}
 }
+
+// TestMean checks that Mean averages one value per rank.
+func TestMean(t *testing.T) {
+	comms := dist.NewLocal(4)
+	got := make([]float64, 4)
+	var wg sync.WaitGroup
+	for r := range 4 {
+		wg.Go(func() {
+			m, err := dist.Mean(context.Background(), comms[r], float64(r*r))
+			if err != nil {
+				t.Error(err)
+			}
+			got[r] = m
+		})
+	}
+	wg.Wait()
+	for r, m := range got {
+		if m != 3.5 {
+			t.Errorf("rank %d: mean %v, want 3.5", r, m)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package gossip
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -90,7 +89,7 @@ type DmSGD struct {
 	probe  *tensor.Tensor
 
 	mixings int // mixings done over the whole run: the next mixing uses W(mixings)
-	pending *pendingMix
+	pending *train.PendingSync
 	loaded  bool
 
 	// Accounting, checkpointed so that a resumed run's counts go on.
@@ -99,13 +98,6 @@ type DmSGD struct {
 	blocked     time.Duration
 	dpBytes     int64
 	consensus   float64
-}
-
-// pendingMix is a mixing whose consensus distance is still to be averaged
-// over the workers.
-type pendingMix struct {
-	Step, Epoch int
-	LR, Dist    float64
 }
 
 var (
@@ -376,7 +368,7 @@ func (d *DmSGD) mix(s *train.StepContext) error {
 	d.mixings++
 
 	d.receiveConsensus(s, got[m])
-	d.pending = &pendingMix{Step: s.Step + 1, Epoch: s.Epoch + 1, LR: s.LR, Dist: distance(mine, got[:m], d.weight)}
+	d.pending = &train.PendingSync{Step: s.Step + 1, Epoch: s.Epoch + 1, H: d.j, LR: s.LR, Dist: distance(mine, got[:m], d.weight)}
 	if got[m+1] > 0 {
 		s.Stop()
 	}
@@ -407,8 +399,7 @@ func (d *DmSGD) receiveConsensus(s *train.StepContext, mean float64) {
 	p := d.pending
 	d.pending = nil
 	d.consensus = mean
-	st := d.stats()
-	s.Emit(train.Record{Kind: train.KindSync, Step: p.Step, Epoch: p.Epoch, LR: p.LR, H: d.j, Comm: &st})
+	p.Emit(s, d.stats())
 }
 
 // flushConsensus averages the pending distance on its own, at the end of
@@ -419,14 +410,11 @@ func (d *DmSGD) flushConsensus(s *train.StepContext) error {
 	}
 	start := time.Now()
 	defer func() { d.blocked += time.Since(start) }()
-	t := tensor.FromSlice([]float32{float32(d.pending.Dist)}, tensor.Shape{1}, tensor.On(cpu.Default()))
-	defer t.Release()
-	ctx, cancel := context.WithCancel(d.ctx)
-	defer cancel()
-	if err := d.meter.AllReduce(ctx, t, dist.Avg); err != nil {
+	mean, err := dist.Mean(d.ctx, d.meter, d.pending.Dist)
+	if err != nil {
 		return fmt.Errorf("dmsgd: consensus distance of the last mixing: %w", err)
 	}
-	d.receiveConsensus(s, t.Item())
+	d.receiveConsensus(s, mean)
 	return nil
 }
 
@@ -460,11 +448,7 @@ func (d *DmSGD) CommStats() train.CommStats { return d.stats() }
 func (d *DmSGD) State() (map[string]*tensor.Tensor, map[string]string) {
 	tr := d.base.Add(d.meter.Traffic())
 	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
-	pending := ""
-	if d.pending != nil {
-		b, _ := json.Marshal(d.pending)
-		pending = string(b)
-	}
+	pending := train.EncodePendingSync(d.pending)
 	return map[string]*tensor.Tensor{}, map[string]string{
 		"kind":         "dmsgd",
 		"topology":     d.topo.String(),
@@ -518,12 +502,9 @@ func (d *DmSGD) LoadState(ts map[string]*tensor.Tensor, sc map[string]string) er
 	if mixings < 0 {
 		return fmt.Errorf("dmsgd: state: %d mixings", mixings)
 	}
-	var pending *pendingMix
-	if p := sc["pending"]; p != "" {
-		pending = new(pendingMix)
-		if err := json.Unmarshal([]byte(p), pending); err != nil {
-			return fmt.Errorf("dmsgd: state pending %q: %w", p, err)
-		}
+	pending, err := train.DecodePendingSync(sc["pending"])
+	if err != nil {
+		return fmt.Errorf("dmsgd: state: %w", err)
 	}
 	d.mixings, d.pending, d.loaded = int(mixings), pending, true
 	d.dpBytes, d.blocked, d.consensus = dpBytes, time.Duration(blocked), consensus

@@ -2,7 +2,6 @@ package localopt
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -190,7 +189,7 @@ type core struct {
 	slots   *tensor.Tensor
 	// pending is the last synchronization, whose record waits for the
 	// workers' mean distance, and dist this worker's distance at it.
-	pending *pendingSync
+	pending *train.PendingSync
 
 	// The round: it started at step start and lasts h steps; synced
 	// reports whether the workers' parameters are equal now (after Setup
@@ -506,7 +505,7 @@ func (c *core) step(s *train.StepContext) (bool, error) {
 // carries the workers' consensus distances of this one in flat's last
 // element; the run's last synchronization averages them at once.
 func (c *core) endRound(s *train.StepContext, cd float64) error {
-	c.pending = &pendingSync{Step: s.Step + 1, Epoch: s.Epoch + 1, H: c.h, LR: s.LR, Dist: cd}
+	c.pending = &train.PendingSync{Step: s.Step + 1, Epoch: s.Epoch + 1, H: c.h, LR: s.LR, Dist: cd}
 	c.start = s.Step + 1
 	c.synced = true
 	c.syncs++
@@ -515,13 +514,6 @@ func (c *core) endRound(s *train.StepContext, cd float64) error {
 		return nil
 	}
 	return c.flushConsensus(s)
-}
-
-// pendingSync is a synchronization whose consensus distance is still to
-// be averaged over the workers.
-type pendingSync struct {
-	Step, Epoch, H int
-	LR, Dist       float64
 }
 
 // sendSlots puts this worker's distance of the pending synchronization
@@ -561,8 +553,7 @@ func (c *core) receiveConsensus(s *train.StepContext, d float64) {
 	c.consensus = d
 	p := c.pending
 	c.pending = nil
-	st := c.stats()
-	s.Emit(train.Record{Kind: train.KindSync, Step: p.Step, Epoch: p.Epoch, LR: p.LR, H: p.H, Comm: &st})
+	p.Emit(s, c.stats())
 }
 
 // flushConsensus averages the pending distance on its own, at the end of
@@ -571,14 +562,14 @@ func (c *core) flushConsensus(s *train.StepContext) error {
 	if c.pending == nil {
 		return nil
 	}
-	t := tensor.FromSlice([]float32{float32(c.pending.Dist)}, tensor.Shape{1}, tensor.On(cpu.Default()))
-	defer t.Release()
-	if err := c.collective("consensus distance", func(ctx context.Context) error {
-		return c.meter.AllReduce(ctx, t, dist.Avg)
+	var mean float64
+	if err := c.collective("consensus distance", func(ctx context.Context) (err error) {
+		mean, err = dist.Mean(ctx, c.meter, c.pending.Dist)
+		return err
 	}); err != nil {
 		return err
 	}
-	c.receiveConsensus(s, t.Item())
+	c.receiveConsensus(s, mean)
 	return nil
 }
 
@@ -797,7 +788,7 @@ func (c *core) scalars() map[string]string {
 		"eval.recv":      i64(c.eval.Received),
 		"eval.ops":       i64(c.eval.Ops),
 		"schedule":       fmt.Sprint(c.sched),
-		"pending":        pendingJSON(c.pending),
+		"pending":        train.EncodePendingSync(c.pending),
 		"averaged_state": fmt.Sprint(len(c.avg) - len(c.params)),
 	}
 }
@@ -834,21 +825,10 @@ func (c *core) loadScalars(sc map[string]string) error {
 	c.start, c.h, c.synced, c.loaded = start, h, synced, true
 	c.syncs, c.dpBytes, c.blocked, c.consensus = syncs, dpBytes, time.Duration(blocked), consensus
 	c.base, c.setup, c.eval = base, setup, eval
-	c.pending = nil
-	if p := sc["pending"]; p != "" {
-		c.pending = new(pendingSync)
-		if err := json.Unmarshal([]byte(p), c.pending); err != nil {
-			return fmt.Errorf("%s: state pending %q: %w", c.kind, p, err)
-		}
+	p, err := train.DecodePendingSync(sc["pending"])
+	if err != nil {
+		return fmt.Errorf("%s: state: %w", c.kind, err)
 	}
+	c.pending = p
 	return nil
-}
-
-// pendingJSON encodes p for a checkpoint ("" for none).
-func pendingJSON(p *pendingSync) string {
-	if p == nil {
-		return ""
-	}
-	b, _ := json.Marshal(p)
-	return string(b)
 }

@@ -1,7 +1,9 @@
 package train
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/flockml/flock/nn"
 	"github.com/flockml/flock/optim"
@@ -200,4 +202,46 @@ func (c CommStats) Saving() float64 {
 		return 0
 	}
 	return float64(c.DataParallelBytes) / float64(c.Sent)
+}
+
+// PendingSync is a synchronization whose consensus distance waits to be
+// averaged over the workers: strategies send each worker's Dist in the
+// next synchronization's collective (or, at the end of the run, alone),
+// so that measuring it costs no collective of its own, and emit the
+// synchronization's record once the mean is known.
+type PendingSync struct {
+	// Step is the number of steps taken at the synchronization, Epoch its
+	// 1-based epoch, H the length of the round it closed, LR the rate of
+	// its last step.
+	Step, Epoch, H int
+	LR             float64
+	// Dist is this worker's distance ‖θ_k − θ̄‖ / ‖θ̄‖.
+	Dist float64
+}
+
+// Emit sends p's KindSync record, with the communication counts comm
+// (whose Consensus holds the workers' mean distance).
+func (p *PendingSync) Emit(s *StepContext, comm CommStats) {
+	s.Emit(Record{Kind: KindSync, Step: p.Step, Epoch: p.Epoch, LR: p.LR, H: p.H, Comm: &comm})
+}
+
+// EncodePendingSync returns p as a checkpoint scalar ("" for nil).
+func EncodePendingSync(p *PendingSync) string {
+	if p == nil {
+		return ""
+	}
+	b, _ := json.Marshal(p)
+	return string(b)
+}
+
+// DecodePendingSync parses what EncodePendingSync returned.
+func DecodePendingSync(s string) (*PendingSync, error) {
+	if s == "" {
+		return nil, nil
+	}
+	p := new(PendingSync)
+	if err := json.Unmarshal([]byte(s), p); err != nil {
+		return nil, fmt.Errorf("pending synchronization %q: %w", s, err)
+	}
+	return p, nil
 }
