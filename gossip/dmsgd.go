@@ -13,6 +13,7 @@ import (
 	"github.com/flockml/flock/backend/cpu"
 	"github.com/flockml/flock/dist"
 	"github.com/flockml/flock/nn"
+	"github.com/flockml/flock/optim"
 	"github.com/flockml/flock/tensor"
 	"github.com/flockml/flock/train"
 )
@@ -145,11 +146,8 @@ func NewDmSGD(c dist.Comm, opt DmSGDOptions) (*DmSGD, error) {
 // mixing period when J > 1.
 func (d *DmSGD) String() string {
 	name := "DmSGD"
-	switch d.optName {
-	case "adamw":
-		name = "decentralized AdamW"
-	case "lars":
-		name = "decentralized LARS"
+	if d.optName != "" && d.optName != "SGD" {
+		name = "decentralized " + d.optName
 	}
 	s := name + " over the " + d.topo.String()
 	if d.j > 1 {
@@ -172,7 +170,7 @@ func (d *DmSGD) Setup(s *train.StepContext) error {
 	if d.flat != nil {
 		return errors.New("dmsgd: Setup called twice")
 	}
-	d.optName = optimizerName(s)
+	d.optName = optim.Name(s.Optimizer)
 	for _, p := range s.Params {
 		if p.Param.RequiresGrad() {
 			d.params = append(d.params, p)
@@ -196,17 +194,6 @@ func (d *DmSGD) Setup(s *train.StepContext) error {
 	}
 	d.setup = d.setup.Add(d.meter.Traffic().Sub(before))
 	return d.layout()
-}
-
-// optimizerName tells SGD, AdamW and LARS apart for names.
-func optimizerName(s *train.StepContext) string {
-	switch fmt.Sprintf("%T", s.Optimizer) {
-	case "*optim.AdamW":
-		return "adamw"
-	case "*optim.LARS":
-		return "lars"
-	}
-	return "sgd"
 }
 
 // layout allocates flat and its views and chooses the sampled positions.

@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/flockml/flock/backend"
+	"github.com/flockml/flock/optim"
 
 	"github.com/flockml/flock/autograd"
 	"github.com/flockml/flock/backend/cpu"
@@ -231,9 +232,9 @@ func (c *core) Comm() dist.Comm { return c.comm }
 func (c *core) Period() (start, h int) { return c.start, c.h }
 
 func (c *core) describe() string {
-	opt := map[string]string{"sgd": "SGD", "adamw": "AdamW", "lars": "LARS"}[c.optName]
+	opt := c.optName
 	if opt == "" {
-		opt = "SGD"
+		opt = "SGD" // before Setup
 	}
 	if p, ok := c.sched.(Constant); ok && p.H == 1 {
 		return opt + " with H = 1"
@@ -255,7 +256,7 @@ func (c *core) begin(s *train.StepContext) error {
 	if c.flat != nil {
 		return fmt.Errorf("%s: Setup called twice", c.kind)
 	}
-	c.optName = optimizerName(s)
+	c.optName = optim.Name(s.Optimizer)
 	for _, p := range s.Params {
 		if p.Param.RequiresGrad() {
 			c.params = append(c.params, p)
@@ -278,17 +279,6 @@ func (c *core) begin(s *train.StepContext) error {
 	}
 	c.setup = c.setup.Add(c.meter.Traffic())
 	return nil
-}
-
-// optimizerName tells SGD, AdamW and LARS apart for names.
-func optimizerName(s *train.StepContext) string {
-	switch fmt.Sprintf("%T", s.Optimizer) {
-	case "*optim.AdamW":
-		return "adamw"
-	case "*optim.LARS":
-		return "lars"
-	}
-	return "sgd"
 }
 
 // layout allocates flat and its views for avg, which must share a dtype.

@@ -354,3 +354,17 @@ func (b *base) StateBuffers(field string) ([]*autograd.Var, []*tensor.Tensor, er
 	}
 	return ps, ts, nil
 }
+
+// Name returns the name of o's algorithm as papers write it: "SGD",
+// "AdamW", "LARS" (the Go type for other optimizers).
+func Name(o Optimizer) string {
+	switch o.(type) {
+	case *SGD:
+		return "SGD"
+	case *AdamW:
+		return "AdamW"
+	case *LARS:
+		return "LARS"
+	}
+	return fmt.Sprintf("%T", o)
+}
