@@ -7,7 +7,6 @@ import (
 	"math"
 	"strconv"
 	"time"
-	"unsafe"
 
 	"github.com/flockml/flock/backend"
 	"github.com/flockml/flock/optim"
@@ -395,7 +394,7 @@ func sampleRuns(sizes []int) []sampled {
 
 // sampleParams copies θ_k's sampled elements, from flat, into sampleK.
 func (c *core) sampleParams() {
-	if f, ok := hostFloat32s(c.flat); ok {
+	if f, ok := tensor.HostFloat32s(c.flat); ok {
 		k := 0
 		for _, r := range c.samples {
 			for _, v := range f[r.start:r.end] {
@@ -417,7 +416,7 @@ func (c *core) sampleParams() {
 // in sampleK and θ̄ in flat.
 func (c *core) distance() float64 {
 	var d2, n2 float64
-	f, host := hostFloat32s(c.flat)
+	f, host := tensor.HostFloat32s(c.flat)
 	k := 0
 	for _, r := range c.samples {
 		mine := c.sampleK[k : k+r.end-r.start]
@@ -445,22 +444,6 @@ func (c *core) distance() float64 {
 		return 0
 	}
 	return math.Sqrt(d2 / n2)
-}
-
-// hostFloat32s returns the elements of a contiguous float32 host tensor in
-// place.
-func hostFloat32s(t *tensor.Tensor) ([]float32, bool) {
-	r := t.Raw()
-	hb, ok := r.Buf.(backend.HostBuffer)
-	if !ok || r.DType != tensor.Float32 || !t.IsContiguous() {
-		return nil, false
-	}
-	b := hb.Bytes()
-	n := t.NumElements()
-	if n == 0 || (r.Offset+n)*4 > len(b) {
-		return nil, false
-	}
-	return unsafe.Slice((*float32)(unsafe.Pointer(&b[r.Offset*4])), n), true
 }
 
 func (c *core) release() {

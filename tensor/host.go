@@ -86,3 +86,19 @@ func (t *Tensor) At(index ...int) float64 {
 	defer e.Release()
 	return e.Item()
 }
+
+// HostFloat32s returns the elements of a contiguous float32 tensor in host
+// memory in place: writes to the slice are writes to t. ok is false for any
+// other tensor (another dtype or device, a strided view, no elements).
+func HostFloat32s(t *Tensor) (s []float32, ok bool) {
+	hb, isHost := t.st.buf.(backend.HostBuffer)
+	n := t.NumElements()
+	if !isHost || t.dtype != Float32 || !t.IsContiguous() || n == 0 {
+		return nil, false
+	}
+	b := hb.Bytes()
+	if (t.offset+n)*4 > len(b) {
+		return nil, false
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&b[t.offset*4])), n), true
+}
