@@ -9,10 +9,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/flockml/flock/backend"
 	"github.com/flockml/flock/backend/cpu"
 	"github.com/flockml/flock/dist"
-	"github.com/flockml/flock/nn"
 	"github.com/flockml/flock/optim"
 	"github.com/flockml/flock/tensor"
 	"github.com/flockml/flock/train"
@@ -71,15 +69,10 @@ type DmSGD struct {
 	j     int
 
 	optName   string
-	params    []nn.NamedParameter // those that require a gradient
 	gradBytes int64
-	// flat holds the parameters end to end on the host; views are its
-	// parts in the parameters' shapes. When every parameter lives on the
-	// host they are views of flat for good (inPlace); otherwise they are
-	// copied in and out around a mixing.
-	flat    *tensor.Tensor
-	views   []*tensor.Tensor
-	inPlace bool
+	// The parameters, end to end in one host buffer that a mixing
+	// averages in place.
+	flatModel
 
 	// index holds the positions in flat of the sampled parameters
 	// (Int64, [m]) and weight the weight of each in the sums of squares;
@@ -198,33 +191,9 @@ func (d *DmSGD) Setup(s *train.StepContext) error {
 
 // layout allocates flat and its views and chooses the sampled positions.
 func (d *DmSGD) layout() error {
-	dt := d.params[0].Param.Value.DType()
-	n := 0
-	d.inPlace = true
-	sizes := make([]int, len(d.params))
-	for i, p := range d.params {
-		v := p.Param.Value
-		if v.DType() != dt {
-			return fmt.Errorf("dmsgd: parameter %s is %v, %s is %v (one dtype per model)", p.Name, v.DType(), d.params[0].Name, dt)
-		}
-		_, host := v.Raw().Buf.(backend.HostBuffer)
-		d.inPlace = d.inPlace && host
-		sizes[i] = v.NumElements()
-		n += sizes[i]
-	}
-	d.flat = tensor.Zeros(tensor.Shape{n}, tensor.Of(dt), tensor.On(cpu.Default()))
-	off := 0
-	for i, p := range d.params {
-		part := d.flat.Slice(0, off, off+sizes[i])
-		view := part.View(p.Param.Value.Shape()...)
-		part.Release()
-		view.CopyFrom(p.Param.Value)
-		d.views = append(d.views, view)
-		if d.inPlace {
-			p.Param.Value.Release()
-			p.Param.Value = view.Retain()
-		}
-		off += sizes[i]
+	sizes, err := d.flatModel.layout("dmsgd")
+	if err != nil {
+		return err
 	}
 	idx, w := samplePositions(sizes, consensusSample)
 	d.index = tensor.FromSlice(idx, tensor.Shape{len(idx)}, tensor.On(cpu.Default()))
@@ -304,11 +273,7 @@ func (d *DmSGD) mix(s *train.StepContext) error {
 	defer func() { d.blocked += time.Since(start) }()
 	ctx, cancel := context.WithCancel(d.ctx)
 	defer cancel()
-	if !d.inPlace {
-		for i, p := range d.params {
-			d.views[i].CopyFrom(p.Param.Value)
-		}
-	}
+	d.gather()
 	m := d.index.NumElements()
 	sel := tensor.IndexSelect(d.flat, 0, d.index)
 	mine := sel.Float64s()
@@ -347,11 +312,7 @@ func (d *DmSGD) mix(s *train.StepContext) error {
 	if err := dist.NeighborAllReduce(ctx, d.meter, d.flat, self, in, out, mixTag); err != nil {
 		return err
 	}
-	if !d.inPlace {
-		for i, p := range d.params {
-			p.Param.Value.CopyFrom(d.views[i])
-		}
-	}
+	d.scatter()
 	d.mixings++
 
 	d.receiveConsensus(s, got[m])
@@ -510,23 +471,12 @@ func (d *DmSGD) BeforeEval(*train.StepContext) (func() error, error) {
 		d.eval = d.eval.Add(d.meter.Traffic().Sub(before))
 		d.blocked = blocked
 	}()
-	if !d.inPlace {
-		for i, p := range d.params {
-			d.views[i].CopyFrom(p.Param.Value)
-		}
-	}
+	d.gather()
 	saved := d.flat.Clone()
-	put := func() {
-		if !d.inPlace {
-			for i, p := range d.params {
-				p.Param.Value.CopyFrom(d.views[i])
-			}
-		}
-	}
 	restore := func() error {
 		d.flat.CopyFrom(saved)
 		saved.Release()
-		put()
+		d.scatter()
 		return nil
 	}
 	ctx, cancel := dist.WithDefaultTimeout(d.ctx, dist.DefaultTimeout)
@@ -535,21 +485,18 @@ func (d *DmSGD) BeforeEval(*train.StepContext) (func() error, error) {
 		restore()
 		return nil, fmt.Errorf("dmsgd: average for evaluation: %w", err)
 	}
-	put()
+	d.scatter()
 	return restore, nil
 }
 
 // Close frees the strategy's buffers; the Comm stays open, owned by the
 // caller.
 func (d *DmSGD) Close() {
-	for _, v := range d.views {
-		v.Release()
-	}
-	d.views = nil
-	for _, t := range []*tensor.Tensor{d.flat, d.index, d.probe} {
+	d.release()
+	for _, t := range []*tensor.Tensor{d.index, d.probe} {
 		if t != nil {
 			t.Release()
 		}
 	}
-	d.flat, d.index, d.probe = nil, nil, nil
+	d.index, d.probe = nil, nil
 }

@@ -1,0 +1,86 @@
+package gossip
+
+import (
+	"fmt"
+
+	"github.com/flockml/flock/backend"
+	"github.com/flockml/flock/backend/cpu"
+	"github.com/flockml/flock/nn"
+	"github.com/flockml/flock/tensor"
+)
+
+// flatModel holds a model's trainable parameters end to end in one host
+// buffer, so that a whole model goes out in one message and is averaged
+// in one pass. When every parameter lives on the host its Value is a view
+// of flat for good (inPlace); otherwise gather and scatter copy between
+// the parameters and flat around each exchange.
+type flatModel struct {
+	params  []nn.NamedParameter // those that require a gradient
+	flat    *tensor.Tensor
+	views   []*tensor.Tensor // flat's parts in the parameters' shapes
+	inPlace bool
+}
+
+// layout allocates flat and its views for f.params and returns each
+// parameter's number of elements; who prefixes its errors.
+func (f *flatModel) layout(who string) ([]int, error) {
+	dt := f.params[0].Param.Value.DType()
+	n := 0
+	f.inPlace = true
+	sizes := make([]int, len(f.params))
+	for i, p := range f.params {
+		v := p.Param.Value
+		if v.DType() != dt {
+			return nil, fmt.Errorf("%s: parameter %s is %v, %s is %v (one dtype per model)", who, p.Name, v.DType(), f.params[0].Name, dt)
+		}
+		_, host := v.Raw().Buf.(backend.HostBuffer)
+		f.inPlace = f.inPlace && host
+		sizes[i] = v.NumElements()
+		n += sizes[i]
+	}
+	f.flat = tensor.Zeros(tensor.Shape{n}, tensor.Of(dt), tensor.On(cpu.Default()))
+	off := 0
+	for i, p := range f.params {
+		part := f.flat.Slice(0, off, off+sizes[i])
+		view := part.View(p.Param.Value.Shape()...)
+		part.Release()
+		view.CopyFrom(p.Param.Value)
+		f.views = append(f.views, view)
+		if f.inPlace {
+			p.Param.Value.Release()
+			p.Param.Value = view.Retain()
+		}
+		off += sizes[i]
+	}
+	return sizes, nil
+}
+
+// gather brings the parameters' current values into flat.
+func (f *flatModel) gather() {
+	if !f.inPlace {
+		for i, p := range f.params {
+			f.views[i].CopyFrom(p.Param.Value)
+		}
+	}
+}
+
+// scatter puts flat's values back into the parameters.
+func (f *flatModel) scatter() {
+	if !f.inPlace {
+		for i, p := range f.params {
+			p.Param.Value.CopyFrom(f.views[i])
+		}
+	}
+}
+
+// release frees flat and its views.
+func (f *flatModel) release() {
+	for _, v := range f.views {
+		v.Release()
+	}
+	f.views = nil
+	if f.flat != nil {
+		f.flat.Release()
+		f.flat = nil
+	}
+}
