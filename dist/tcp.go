@@ -127,6 +127,7 @@ func DialTCP(ctx context.Context, cfg TCPConfig) (Comm, error) {
 		size:    cfg.Size,
 		timeout: timeout,
 		log:     log,
+		token:   cfg.Token,
 		dead:    make(chan struct{}),
 		peers:   make([]*tcpPeer, cfg.Size),
 		shm:     shm,
@@ -318,6 +319,7 @@ type tcpWorld struct {
 	rank, size int
 	timeout    time.Duration
 	log        *slog.Logger
+	token      []byte     // the job secret, for the pair worlds of Pairs
 	peers      []*tcpPeer // by world rank; nil for this rank
 	shm        *shmWorld  // nil when the collectives run over TCP
 
