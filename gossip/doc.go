@@ -61,9 +61,19 @@
 // its parameters with its in-neighbours' at iteration k
 // (dist.NeighborAllReduce, over any transport's Send and Recv), every
 // step or every J steps; momentum stays local. flock train runs it with
-// --strategy dmsgd --topology KIND. Swarm SGD, the pairwise asynchronous
-// form, is not built yet; its exchange's lattice Quantizer is: a model is
-// sent as round(x/s) mod 2^bits per coordinate and decoded against the
-// receiver's own copy, exact while ‖x − ref‖∞ < (2^bits − 1)·s/2, with a
-// checksum that detects the coordinates that wrapped.
+// --strategy dmsgd --topology KIND.
+//
+// Swarm is Swarm SGD, the pairwise asynchronous form: a worker takes H
+// local steps (fixed or geometric), then averages with one partner drawn
+// among its neighbours — blocking (both end at their mean) or
+// non-blocking (the initiator goes on computing and applies the answer on
+// top of its pending updates) — optionally exchanging models with the
+// lattice Quantizer: round(x/s) mod 2^bits per coordinate, decoded
+// against the receiver's own copy, exact while ‖x − ref‖∞ < (2^bits −
+// 1)·s/2, with a checksum that catches the coordinates that wrapped (the
+// exchange is then repeated at full precision). Each pair of neighbours
+// has a Comm of its own (dist.Pairs), so a partner that dies is dropped
+// and the others go on. A sequential form draws one interacting pair per
+// tick from a seed, for reproducible runs. flock train runs it with
+// --strategy swarm --local-steps H [--non-blocking] [--quant-bits B].
 package gossip

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/flockml/flock/autograd"
 	"github.com/flockml/flock/nn"
@@ -68,9 +69,11 @@ type StrategyConfig struct {
 	// (Local SGD / AdamW / LARS: parameters averaged every H steps),
 	// "diloco" (an outer optimizer steps on the averaged parameter change
 	// every H steps), "jointspar" (each step computes and averages the
-	// gradients of a sample of the layers) or "dmsgd" (decentralized
+	// gradients of a sample of the layers), "dmsgd" (decentralized
 	// momentum SGD: each worker averages its parameters with its
-	// neighbours' in a topology). Empty means "dp".
+	// neighbours' in a topology) or "swarm" (Swarm SGD: after its local
+	// steps a worker averages with one partner, asynchronously). Empty
+	// means "dp".
 	Name string `json:"name,omitempty"`
 	// Sync chooses H for local and diloco: "constant" (H), "post-local"
 	// (1 before PostLocalSwitch epochs, then H), "power" (max(HBase,
@@ -107,10 +110,21 @@ type StrategyConfig struct {
 	// steps between its mixings (0: 1).
 	Topology   string `json:"topology,omitempty"`
 	LocalSteps int    `json:"local_steps,omitempty"`
+	// Swarm SGD ("swarm") draws partners from Topology (static, taken as
+	// undirected) and interacts after LocalSteps steps (0: 1; Geometric:
+	// geometric with that mean); NonBlocking lets the initiator go on
+	// computing; QuantBits sends models quantized (0: full precision);
+	// Sequential runs the reproducible one-pair-per-tick form;
+	// PartnerTimeout drops a partner silent that long (0: one minute).
+	QuantBits      int           `json:"quant_bits,omitempty"`
+	NonBlocking    bool          `json:"non_blocking,omitempty"`
+	Geometric      bool          `json:"geometric,omitempty"`
+	Sequential     bool          `json:"sequential,omitempty"`
+	PartnerTimeout time.Duration `json:"partner_timeout,omitempty"`
 }
 
 // Strategies lists the accepted values of StrategyConfig.Name.
-var Strategies = []string{"dp", "local", "diloco", "jointspar", "dmsgd"}
+var Strategies = []string{"dp", "local", "diloco", "jointspar", "dmsgd", "swarm"}
 
 // SyncRules lists the accepted values of StrategyConfig.Sync.
 var SyncRules = []string{"constant", "post-local", "power", "qsr"}
@@ -131,12 +145,18 @@ func (s StrategyConfig) Validate() error {
 	if name == "dp" {
 		return nil
 	}
-	if name == "dmsgd" {
+	if name == "dmsgd" || name == "swarm" {
 		switch {
 		case s.Topology == "":
-			return bad("dmsgd needs a topology")
+			return bad("%s needs a topology", name)
 		case s.LocalSteps < 0:
 			return bad("local-steps %d: want ≥ 0", s.LocalSteps)
+		case name == "swarm" && (s.QuantBits < 0 || s.QuantBits > 16):
+			return bad("quant-bits %d: want 0 (full precision) to 16", s.QuantBits)
+		case name == "swarm" && s.NonBlocking && s.Sequential:
+			return bad("--non-blocking and --sequential exclude each other")
+		case s.PartnerTimeout < 0:
+			return bad("partner-timeout %v: want ≥ 0", s.PartnerTimeout)
 		}
 		return nil
 	}

@@ -90,8 +90,13 @@ func trainFlags(cfg *train.Config, o *trainOptions) *flag.FlagSet {
 	fs.Float64Var(&sc.Budget, "budget", sc.Budget, "jointspar: the fraction of layers whose gradients a step computes and sends, in (0, 1]")
 	fs.Float64Var(&sc.PMin, "p-min", sc.PMin, "jointspar: the smallest probability of drawing a layer (0: min(0.05, budget))")
 	fs.BoolVar(&sc.PerWorker, "per-worker-draws", sc.PerWorker, "jointspar: each worker draws its own layers (saves computation, not bytes)")
-	fs.StringVar(&sc.Topology, "topology", sc.Topology, "dmsgd: the graph whose neighbours average, one of "+strings.Join(gossip.Kinds(), ", ")+" ('flock topology' prints them)")
-	fs.IntVar(&sc.LocalSteps, "local-steps", sc.LocalSteps, "dmsgd: `J` local steps between mixings")
+	fs.StringVar(&sc.Topology, "topology", sc.Topology, "dmsgd: the graph whose neighbours average, one of "+strings.Join(gossip.Kinds(), ", ")+" ('flock topology' prints them); swarm: the graph whose edges are the partners (static, taken as undirected)")
+	fs.IntVar(&sc.LocalSteps, "local-steps", sc.LocalSteps, "dmsgd: `J` local steps between mixings; swarm: H, the local steps between a worker's interactions")
+	fs.IntVar(&sc.QuantBits, "quant-bits", sc.QuantBits, "swarm: send models quantized to `B` bits a coordinate, 1 to 16 (0: full precision)")
+	fs.BoolVar(&sc.NonBlocking, "non-blocking", sc.NonBlocking, "swarm: the initiator goes on computing and applies its partner's answer later")
+	fs.BoolVar(&sc.Geometric, "geometric", sc.Geometric, "swarm: draw each round's local steps geometric with mean --local-steps")
+	fs.BoolVar(&sc.Sequential, "sequential", sc.Sequential, "swarm: one random pair interacts per tick, drawn from --seed (reproducible)")
+	fs.DurationVar(&sc.PartnerTimeout, "partner-timeout", sc.PartnerTimeout, "swarm: drop a partner that does not answer within `D` (0: 1m)")
 	return fs
 }
 
@@ -249,6 +254,14 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 	}
 	if o.testData != "" && !strings.HasSuffix(o.data, ".beton") {
 		return usageError(stderr, "--test-data %s needs --data TRAIN.beton", o.testData)
+	}
+	if cfg.Strategy.Name == "swarm" {
+		switch {
+		case o.checkpoint != "" || o.resume != "" || o.stopAfter > 0:
+			return usageError(stderr, "swarm runs have no checkpoints (--checkpoint, --resume, --stop-after): its workers stop at different steps")
+		case !flagGiven(fs, "topology"):
+			cfg.Strategy.Topology = "full"
+		}
 	}
 	env, launched, err := launcherEnv()
 	if err != nil {
@@ -465,7 +478,7 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSe
 			// Workers whose strategy coordinates stopping all watch ctx
 			// and stop together at their next synchronization.
 			runCtx := commCtx
-			if w.rank == 0 || coordinated {
+			if w.rank == 0 || coordinated || cfg.Strategy.Name == "swarm" {
 				runCtx = ctx
 			}
 			stop := w.t.TotalSteps()
@@ -477,8 +490,10 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSe
 				w.err = w.t.SaveCheckpoint(o.checkpoint)
 			}
 			stopped := coordinated && interruption(w.err)
-			if (w.err == nil || stopped) && len(ws) == 1 && w.comm != nil {
-				// The last all-reduce may still need this rank's peers.
+			// The last all-reduce may still need this rank's peers. (Swarm's
+			// workers part with goodbyes to their partners instead, and
+			// must not wait for a partner that died.)
+			if (w.err == nil || stopped) && len(ws) == 1 && w.comm != nil && cfg.Strategy.Name != "swarm" {
 				w.closeStrategy()
 				bctx, cancel := dist.WithDefaultTimeout(commCtx, dist.DefaultTimeout)
 				if err := w.comm.Barrier(bctx); err != nil && w.err == nil {
@@ -541,6 +556,15 @@ func newStrategy(c dist.Comm, cfg train.Config, stepsPerEpoch int, ctx context.C
 			return nil, err
 		}
 		return gossip.NewDmSGD(c, gossip.DmSGDOptions{Topology: top, LocalSteps: sc.LocalSteps, Context: ctx})
+	case "swarm":
+		top, err := gossip.New(gossip.Spec{Kind: sc.Topology, N: c.Size(), Seed: cfg.Seed})
+		if err != nil {
+			return nil, err
+		}
+		return gossip.NewSwarm(c, gossip.SwarmOptions{
+			Topology: top, LocalSteps: sc.LocalSteps, Geometric: sc.Geometric, NonBlocking: sc.NonBlocking,
+			QuantBits: sc.QuantBits, Sequential: sc.Sequential, Seed: cfg.Seed, Timeout: sc.PartnerTimeout, Context: ctx,
+		})
 	}
 	return localopt.NewStrategy(c, sc, stepsPerEpoch, ctx)
 }
