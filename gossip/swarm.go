@@ -357,7 +357,9 @@ func (w *Swarm) Setup(s *train.StepContext) error {
 		return errors.New("swarm: the parameters' buffer is not host float32")
 	}
 	w.x = x
-	w.ref = slices.Clone(w.x)
+	if w.opt.QuantBits > 0 {
+		w.ref = slices.Clone(w.x)
+	}
 	pairs, err := dist.Pairs(ctx, w.comm, w.edges())
 	if err != nil {
 		return fmt.Errorf("swarm: setup: %w", err)
@@ -556,18 +558,19 @@ func maxDiff(a, b []float32) float64 {
 	return m
 }
 
-// pairDistance returns ‖a − b‖ / ‖b‖.
-func pairDistance(a, b []float32) float64 {
+// pairStats returns ‖a − b‖∞ and ‖a − b‖ / ‖b‖, in one pass.
+func pairStats(a, b []float32) (maxAbs, rel float64) {
 	var d2, n2 float64
 	for i, v := range b {
 		e := float64(a[i]) - float64(v)
+		maxAbs = max(maxAbs, math.Abs(e))
 		d2 += e * e
 		n2 += float64(v) * float64(v)
 	}
 	if n2 == 0 {
-		return 0
+		return maxAbs, 0
 	}
-	return math.Sqrt(d2 / n2)
+	return maxAbs, math.Sqrt(d2 / n2)
 }
 
 // requestScale returns the grid step of a request, or 0 for full
@@ -587,18 +590,26 @@ func (w *Swarm) requestScale() float64 {
 	return ScaleFor(w.opt.QuantBits, bound)
 }
 
-// interacted records the end of an interaction that met model other,
+// interacted records the end of an interaction whose two models were
+// spread apart in the largest coordinate and d in relative distance,
 // sent and received at the grid steps given (0: full precision).
-func (w *Swarm) interacted(s *train.StepContext, other, before []float32, sent, recv float64) {
-	w.spread = maxDiff(other, before)
-	w.qerr = (sent + recv) / 2
-	w.st.distSum += pairDistance(other, before)
+func (w *Swarm) interacted(s *train.StepContext, spread, d, sent, recv float64) {
+	w.spread = spread
+	w.st.distSum += d
 	w.st.distN++
-	copy(w.ref, w.x)
+	w.qerr = (sent + recv) / 2
 	h := w.since
 	w.since = 0
 	p := train.PendingSync{Step: s.Step + 1, Epoch: s.Epoch + 1, H: h, LR: s.LR}
 	p.Emit(s, w.stats())
+}
+
+// settled notes the model right after an interaction, from which the
+// next request measures how far it moved.
+func (w *Swarm) settled() {
+	if w.opt.QuantBits > 0 {
+		copy(w.ref, w.x)
+	}
 }
 
 // average moves x by half of (other − base): x ← x + (other − base)/2.
@@ -755,8 +766,10 @@ func (w *Swarm) handle(s *train.StepContext, ev swarmEvent) error {
 			return nil
 		}
 		w.out = nil
+		spread, d := pairStats(other, r.snap)
+		w.interacted(s, spread, d, r.scale, ev.scale)
 		w.average(other, r.snap)
-		w.interacted(s, other, r.snap, r.scale, ev.scale)
+		w.settled()
 	case swarmNack:
 		r := w.out
 		if r == nil || r.peer != ev.from || r.seq != ev.seq {
@@ -786,10 +799,11 @@ func (w *Swarm) serve(s *train.StepContext, ev swarmEvent) error {
 		}
 		return nil
 	}
+	spread, d := pairStats(other, w.x)
 	scale := 0.0
 	if ev.bits > 0 {
 		// The initiator decodes against its snapshot, within s/2 of other.
-		bound := maxDiff(w.x, other) + ev.scale/2
+		bound := spread + ev.scale/2
 		bound += bound * 1e-6
 		if bound > 0 && !math.IsInf(bound, 0) {
 			scale = ScaleFor(w.opt.QuantBits, bound)
@@ -800,9 +814,9 @@ func (w *Swarm) serve(s *train.StepContext, ev swarmEvent) error {
 		return nil
 	}
 	w.st.served++
-	before := slices.Clone(w.x)
-	w.average(other, before)
-	w.interacted(s, other, before, scale, ev.scale)
+	w.interacted(s, spread, d, scale, ev.scale)
+	w.average(other, w.x)
+	w.settled()
 	return nil
 }
 
