@@ -34,8 +34,9 @@ type Peer struct {
 // terms are added in the order self, then in's order, so a call is
 // deterministic: the same on every transport.
 //
-// It is built on Send and Recv alone, so it runs on every Comm, and it
-// posts every receive and every send at once, each on its own goroutine:
+// It is built on Send and Recv, so it runs on every Comm (on an
+// Exchanger, such as NCCL's, as one Exchange), and it posts every receive
+// and every send at once, each on its own goroutine:
 // ranks that send to each other never wait on one another whether or not
 // the transport buffers a Send whose Recv is not posted yet (in-process
 // ranks and TCP do, for any size), and a receive posted first lets TCP read
@@ -105,6 +106,24 @@ func checkNeighbors(c Comm, t *tensor.Tensor, self float64, in []Peer, out []int
 	}
 }
 
+// Message is one side of a point-to-point transfer in an Exchange: T
+// goes to (or comes from) rank Peer with tag Tag.
+type Message struct {
+	Peer int
+	T    *tensor.Tensor
+	Tag  int
+}
+
+// Exchanger is implemented by Comms whose Send holds the Comm until the
+// matching Recv is posted, so that concurrent sends and receives between
+// two ranks could wait on one another (NCCL, where each operation runs
+// alone on the communication stream). Exchange issues a set of sends and
+// receives as one operation (NCCL's group calls), returning when all have
+// completed; NeighborAllReduce uses it when the Comm offers it.
+type Exchanger interface {
+	Exchange(ctx context.Context, sends, recvs []Message) error
+}
+
 func neighborAllReduce(ctx context.Context, c Comm, t *tensor.Tensor, self float64, in []Peer, out []int, tag int) error {
 	bufs := make([]*tensor.Tensor, len(in))
 	for i := range bufs {
@@ -115,6 +134,21 @@ func neighborAllReduce(ctx context.Context, c Comm, t *tensor.Tensor, self float
 			b.Release()
 		}
 	}()
+	if x, ok := c.(Exchanger); ok {
+		sends := make([]Message, len(out))
+		for i, r := range out {
+			sends[i] = Message{Peer: r, T: t, Tag: tag}
+		}
+		recvs := make([]Message, len(in))
+		for i, p := range in {
+			recvs[i] = Message{Peer: p.Rank, T: bufs[i], Tag: tag}
+		}
+		if err := x.Exchange(ctx, sends, recvs); err != nil {
+			return err
+		}
+		combine(t, self, in, bufs)
+		return nil
+	}
 	// No deadline is added: without one each transport applies its own
 	// timeout.
 	ctx, cancel := context.WithCancel(ctx)
@@ -145,6 +179,12 @@ func neighborAllReduce(ctx context.Context, c Comm, t *tensor.Tensor, self float
 	if first != nil {
 		return first
 	}
+	combine(t, self, in, bufs)
+	return nil
+}
+
+// combine sets t ← self·t + Σ_i in[i].Weight·bufs[i], in that order.
+func combine(t *tensor.Tensor, self float64, in []Peer, bufs []*tensor.Tensor) {
 	if self != 1 {
 		t.MulScalarInPlace(self)
 	}
@@ -154,5 +194,4 @@ func neighborAllReduce(ctx context.Context, c Comm, t *tensor.Tensor, self float
 		}
 		t.AddInPlace(bufs[i])
 	}
-	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -385,5 +387,65 @@ func TestNeighborAllReducePanics(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// serial is a Comm that runs one Send or Recv at a time and whose Send
+// waits for its Recv, as NCCL's does; its Exchange issues a set of
+// messages together, as an NCCL group does.
+type serial struct {
+	rendezvous
+	mu        *sync.Mutex
+	exchanges *atomic.Int64
+}
+
+func (c serial) Send(ctx context.Context, t *tensor.Tensor, to, tag int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rendezvous.Send(ctx, t, to, tag)
+}
+
+func (c serial) Recv(ctx context.Context, t *tensor.Tensor, from, tag int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rendezvous.Recv(ctx, t, from, tag)
+}
+
+func (c serial) Exchange(ctx context.Context, sends, recvs []dist.Message) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.exchanges.Add(1)
+	errs := make([]error, len(sends)+len(recvs))
+	var wg sync.WaitGroup
+	for i, m := range sends {
+		wg.Go(func() { errs[i] = c.rendezvous.Send(ctx, m.T, m.Peer, m.Tag) })
+	}
+	for i, m := range recvs {
+		wg.Go(func() { errs[len(sends)+i] = c.rendezvous.Recv(ctx, m.T, m.Peer, m.Tag) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// TestNeighborAllReduceExchanger runs a ring over Comms that run one
+// operation at a time with unbuffered sends, where concurrent Sends and
+// Recvs can wait on one another: NeighborAllReduce must use their
+// Exchange, and give W·x.
+func TestNeighborAllReduceExchanger(t *testing.T) {
+	const k = 4
+	g := circulant(k, 1.0/3, []int{1, -1}, []float64{1.0 / 3, 1.0 / 3})
+	var n atomic.Int64
+	wrap := func(cs []dist.Comm) []dist.Comm {
+		out := make([]dist.Comm, len(cs))
+		for i, c := range cs {
+			out[i] = serial{rendezvous{c}, new(sync.Mutex), &n}
+		}
+		return out
+	}
+	x := randomVectors(k, 50, 3)
+	got := mix(t, wrap(dist.NewLocal(k)), g, x, tensor.Float32, 2)
+	closeTo(t, "W²·x", got, g.apply(g.apply(x)), 1e-6)
+	if n.Load() != 2*k {
+		t.Errorf("%d exchanges, want %d", n.Load(), 2*k)
 	}
 }

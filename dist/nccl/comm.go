@@ -61,7 +61,10 @@ type Comm struct {
 	one    *tensor.Tensor // [1] int32 for Barrier
 }
 
-var _ dist.Comm = (*Comm)(nil)
+var (
+	_ dist.Comm      = (*Comm)(nil)
+	_ dist.Exchanger = (*Comm)(nil)
+)
 
 // New creates this rank's communicator: rank 0 makes the unique id
 // (ncclGetUniqueId) and publishes it in the store, every rank reads it and
@@ -462,6 +465,99 @@ func (c *Comm) Recv(ctx context.Context, t *tensor.Tensor, from, tag int) error 
 	}
 	return c.run(ctx, "recv", []*tensor.Tensor{t}, func(s uintptr) error {
 		return c.a.check(c.comm, "ncclRecv", c.a.ncclRecv(p, uint64(n), dt, int32(from), c.comm, s))
+	})
+}
+
+// Exchange implements dist.Exchanger: the sends and receives run as NCCL
+// groups, so that two ranks sending to each other do not wait on one
+// another as separate Sends would (each holds the communicator until its
+// receive is posted). The headers (tag and byte count, as Send writes)
+// travel in a first group and are checked as Recv checks them; the
+// payloads in a second.
+func (c *Comm) Exchange(ctx context.Context, sends, recvs []dist.Message) error {
+	for _, m := range sends {
+		c.peer("exchange", m.Peer)
+	}
+	for _, m := range recvs {
+		c.peer("exchange", m.Peer)
+	}
+	ns, nr := len(sends), len(recvs)
+	if ns+nr == 0 {
+		return nil
+	}
+	// One 16-byte header per message: the sends' first, then the
+	// receives' slots.
+	h := make([]int64, 2*(ns+nr))
+	for i, m := range sends {
+		h[2*i] = int64(m.Tag)
+		h[2*i+1] = int64(m.T.NumElements() * m.T.DType().Size())
+	}
+	hdr := tensor.FromSlice(h, tensor.Shape{len(h)}, tensor.On(c.dev))
+	defer hdr.Release()
+	hp, _, _ := c.operand("exchange", "headers", hdr)
+	group := func(issue func() error) func(uintptr) error {
+		return func(uintptr) error {
+			if err := c.a.check(c.comm, "ncclGroupStart", c.a.ncclGroupStart()); err != nil {
+				return err
+			}
+			err := issue()
+			if gerr := c.a.check(c.comm, "ncclGroupEnd", c.a.ncclGroupEnd()); err == nil {
+				err = gerr
+			}
+			return err
+		}
+	}
+	err := c.run(ctx, "exchange", []*tensor.Tensor{hdr}, func(s uintptr) error {
+		return group(func() error {
+			for i, m := range sends {
+				if err := c.a.check(c.comm, "ncclSend", c.a.ncclSend(hp+uintptr(16*i), 16, 1, int32(m.Peer), c.comm, s)); err != nil {
+					return err
+				}
+			}
+			for i, m := range recvs {
+				if err := c.a.check(c.comm, "ncclRecv", c.a.ncclRecv(hp+uintptr(16*(ns+i)), 16, 1, int32(m.Peer), c.comm, s)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})(s)
+	})
+	if err != nil {
+		return err
+	}
+	got := hdr.Int64s()
+	for i, m := range recvs {
+		tag, n := got[2*(ns+i)], got[2*(ns+i)+1]
+		if want := int64(m.T.NumElements() * m.T.DType().Size()); tag != int64(m.Tag) || n != want {
+			c.mu.Lock()
+			e := c.fail("exchange", fmt.Errorf("message from rank %d has tag %d and %d bytes, want tag %d and %d bytes (sends and receives between two ranks must be issued in the same order)", m.Peer, tag, n, m.Tag, want))
+			c.mu.Unlock()
+			return e
+		}
+	}
+	var uses []*tensor.Tensor
+	for _, m := range sends {
+		uses = append(uses, m.T)
+	}
+	for _, m := range recvs {
+		uses = append(uses, m.T)
+	}
+	return c.run(ctx, "exchange", uses, func(s uintptr) error {
+		return group(func() error {
+			for _, m := range sends {
+				p, n, dt := c.operand("exchange", "send", m.T)
+				if err := c.a.check(c.comm, "ncclSend", c.a.ncclSend(p, uint64(n), dt, int32(m.Peer), c.comm, s)); err != nil {
+					return err
+				}
+			}
+			for _, m := range recvs {
+				p, n, dt := c.operand("exchange", "recv", m.T)
+				if err := c.a.check(c.comm, "ncclRecv", c.a.ncclRecv(p, uint64(n), dt, int32(m.Peer), c.comm, s)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})(s)
 	})
 }
 
