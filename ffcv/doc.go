@@ -18,10 +18,11 @@
 // on. Options follow FFCV's: batch size, workers (goroutines, GOMAXPROCS
 // by default), order (Sequential, Random, QuasiRandom), the page cache or
 // a process cache with prefetching, distributed rank and world size, seed,
-// an indices subset, drop-last (the default; KeepLast keeps the last
-// batch) and batches ahead. Unlike FFCV, the order of every epoch is a pure
-// function of (seed, epoch, rank, world size), so Seek resumes mid-epoch
-// exactly; QUASI_RANDOM works in distributed mode, with a configurable page
+// an indices subset, drop-last (KeepLast or DropLast; by default an
+// evaluation loader — Sequential order, nothing drawn at random — keeps the
+// last, smaller batch and a training loader drops it) and batches ahead.
+// Unlike FFCV, the order of every epoch is a pure function of (seed, epoch,
+// rank, world size), so Seek resumes mid-epoch exactly; QUASI_RANDOM works in distributed mode, with a configurable page
 // window; augmentations draw from a counter-based generator keyed by
 // (seed, epoch, sample, transform), so batches do not depend on the number
 // of workers; Close or the end of a context stops every goroutine. The

@@ -88,8 +88,13 @@ type Options struct {
 	// order for Sequential (all samples when nil).
 	Indices []int
 	// KeepLast keeps an epoch's last, smaller batch (FFCV's
-	// drop_last=False); by default it is dropped.
-	KeepLast bool
+	// drop_last=False) and DropLast drops it (drop_last=True); they
+	// exclude each other. With neither, an evaluation loader keeps it and
+	// a training loader drops it (FFCV's default): a loader evaluates when
+	// its Order is Sequential and no pipeline draws at random (no
+	// RandomResizedCrop, Flip, Translate, Cutout, Mixup or LabelMixup), so
+	// that a test set is seen whole.
+	KeepLast, DropLast bool
 	// BatchesAhead is the number of batches prepared ahead of the one
 	// handed out (DefaultBatchesAhead when 0). The ring holds
 	// BatchesAhead + 2 batches.
@@ -219,7 +224,8 @@ type run struct {
 // rank visits ⌈n/w⌉ samples and every sample is visited at least once per
 // epoch. QuasiRandom works in distributed mode: the global order is
 // quasi-random, then sharded. The rank's samples are cut into batches of
-// BatchSize in order; the last, smaller batch is dropped unless KeepLast.
+// BatchSize in order; the last, smaller batch is kept with KeepLast and for
+// evaluation (see Options.KeepLast), dropped otherwise.
 //
 // # Randomness of augmentations
 //
@@ -335,6 +341,12 @@ func NewLoader(r *beton.Reader, opt Options) (*Loader, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opt.KeepLast && opt.DropLast {
+		return nil, fmt.Errorf("ffcv: loader: both KeepLast and DropLast: want at most one")
+	}
+	if !opt.DropLast && opt.Order == Sequential && !slices.ContainsFunc(pipes, (*fieldPipe).random) {
+		opt.KeepLast = true
+	}
 	l := &Loader{r: r, opt: opt, pipes: pipes, idsFor: -1}
 	l.cond.L = &l.mu
 	l.smp = newSampler(opt.Order, opt.Seed, opt.Rank, opt.World, base, r.Page, opt.QuasiRandomWindow)
@@ -368,6 +380,10 @@ func (l *Loader) Len() int { return l.perRank }
 
 // BatchesPerEpoch returns the number of batches per epoch.
 func (l *Loader) BatchesPerEpoch() int { return l.batches }
+
+// KeepsLast reports whether an epoch ends with its last, smaller batch
+// (KeepLast, or an evaluation loader) rather than dropping it.
+func (l *Loader) KeepsLast() bool { return l.opt.KeepLast }
 
 // BatchSize returns the number of samples of a full batch.
 func (l *Loader) BatchSize() int { return l.opt.BatchSize }

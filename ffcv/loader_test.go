@@ -412,6 +412,48 @@ func TestRingHeld(t *testing.T) {
 	}
 }
 
+// TestLastBatchDefault checks who keeps an epoch's last, smaller batch of
+// the 64 samples in batches of 10: evaluation loaders (sequential, nothing
+// random) by default, training loaders only with KeepLast, nobody with
+// DropLast.
+func TestLastBatchDefault(t *testing.T) {
+	t.Parallel()
+	center := map[string]Pipeline{"image": {CenterCrop{Width: 16, Height: 16}, ToCHW{}, Normalize{Mean: []float64{128}, Std: []float64{64}}}}
+	flip := map[string]Pipeline{"image": {SimpleImageDecoder{}, Flip{}}}
+	for _, c := range []struct {
+		name    string
+		opt     Options
+		batches int
+	}{
+		{"sequential, default pipelines", Options{}, 7},
+		{"sequential, centre crop", Options{Pipelines: center}, 7},
+		{"sequential, DropLast", Options{DropLast: true}, 6},
+		{"sequential, random flip", Options{Pipelines: flip}, 6},
+		{"sequential, random flip, KeepLast", Options{Pipelines: flip, KeepLast: true}, 7},
+		{"random order", Options{Order: Random}, 6},
+		{"random order, KeepLast", Options{Order: Random, KeepLast: true}, 7},
+	} {
+		c.opt.BatchSize, c.opt.Workers = 10, 2
+		l := openTest(t, "raw_all_fields.beton", c.opt)
+		if l.BatchesPerEpoch() != c.batches || l.KeepsLast() != (c.batches == 7) {
+			t.Errorf("%s: %d batches per epoch (keeps last: %v), want %d", c.name, l.BatchesPerEpoch(), l.KeepsLast(), c.batches)
+		}
+		n := 0
+		for b, err := range l.Epoch(context.Background()) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += b.Len()
+		}
+		if want := min(64, c.batches*10); n != want {
+			t.Errorf("%s: %d samples in an epoch, want %d", c.name, n, want)
+		}
+	}
+	if _, err := Open(filepath.Join(testdata, "raw_all_fields.beton"), Options{BatchSize: 10, KeepLast: true, DropLast: true}); err == nil {
+		t.Error("KeepLast and DropLast together: no error")
+	}
+}
+
 // TestPipelineErrors checks that bad pipelines are refused when the loader
 // is made, naming the field and the problem.
 func TestPipelineErrors(t *testing.T) {

@@ -534,6 +534,12 @@ func (fp *fieldPipe) newColumn(b int) *Column {
 	return c
 }
 
+// random reports whether the pipeline draws at random: a random crop, a
+// random augmentation or a mix.
+func (fp *fieldPipe) random() bool {
+	return fp.kind == decRRC || len(fp.augs) > 0 || fp.mixup != nil || fp.labelMixup != nil
+}
+
 func (fp *fieldPipe) scalarRow() []int {
 	if fp.squeeze {
 		return nil
