@@ -9,8 +9,10 @@
 //     of He et al. (2016) (resnet20/32/44/56/110; NewCIFARResNet) with
 //     parameter-free zero-padding shortcuts (option A) by default;
 //   - Vision Transformers (vit_{tiny,small,base,large}_p{4,16,32}; NewViT)
-//     with timm's state-dict keys, and ConvertTorchvisionViT for weights
-//     saved from torchvision's VisionTransformer.
+//     with timm's state-dict keys, ConvertTorchvisionViT for weights
+//     saved from torchvision's VisionTransformer and ConvertToTorchvisionViT
+//     to export them under its names; ViTConfig takes the MLP width as
+//     torchvision's mlp_dim (MLPDim) or as timm's mlp_ratio.
 //
 // A registered builder takes a Config (input channels, image size, classes,
 // and the ResNets' options: stem, groups and width, zero-initialised
