@@ -18,7 +18,7 @@ import (
 	"github.com/flockml/flock/dataset"
 	"github.com/flockml/flock/ffcv/jpeg"
 	"github.com/flockml/flock/ffcv/transform"
-	"github.com/flockml/flock/internal/npy"
+	"github.com/flockml/flock/npy"
 	"github.com/flockml/flock/tensor"
 )
 
