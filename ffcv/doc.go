@@ -48,8 +48,8 @@
 // keeps the crop at least as large as the output, with libjpeg's accurate
 // IDCT: a crop that shrinks 2× or more costs a quarter or less of a full
 // decode, and the images are as faithful as PIL's, but they are not FFCV's
-// bytes (on the committed FFCV test file, 1.0 levels of 255 apart on
-// average at 224×224, 1.4 at 64×64). MatchFFCV decodes at full size with
+// bytes (on the committed FFCV test file, 1.0 levels of 255 apart from
+// FFCV's on average at 224×224, 1.4 apart from MatchFFCV's at 64×64). MatchFFCV decodes at full size with
 // the fast IDCT and resizes with Area, as FFCV does, and reproduces FFCV's
 // output exactly for the same crop window: use it to compare with FFCV or
 // to evaluate a model trained on FFCV's images. The low-level pieces

@@ -41,10 +41,11 @@ const (
 	// (jidctint.c, as PIL). Decoding at 1/d computes 1/d² of the pixels
 	// through libjpeg's reduced IDCTs, so shrinking crops cost a fraction
 	// of a full decode; the result is a faithful image but not FFCV's
-	// bytes. On the committed FFCV test file, against FFCV's own output:
-	// centre crops to 224×224, decoded at 1/1, differ by 1.0 levels of 255
+	// bytes. On the committed FFCV test file, centre crops to 224×224,
+	// decoded at 1/1, differ from FFCV's own output by 1.0 levels of 255
 	// on average and 5 at most (the IDCT alone); centre crops to 64×64,
-	// decoded at 1/2 or 1/4, by 1.4 on average and 18 at most.
+	// decoded at 1/2 or 1/4, differ from MatchFFCV's by 1.4 on average and
+	// 18 at most.
 	Scaled Decoding = iota
 	// MatchFFCV decodes every JPEG at full size with libjpeg's fast
 	// integer IDCT (jidctfst.c, TJFLAG_FASTDCT) and fancy chroma
