@@ -66,3 +66,38 @@ func Example() {
 	// {0 1} [8 3 6 6] float32 [8] int64
 	// next: {1 0}
 }
+
+// Load the first 10 images of an FFCV file for evaluation: centre crops of
+// 224×224 decoded exactly as FFCV's CenterCropRGBImageDecoder decodes them
+// (MatchFFCV), normalised, in order. An evaluation loader keeps the last,
+// smaller batch.
+func Example_evaluation() {
+	indices := make([]int, 10)
+	for i := range indices {
+		indices[i] = i
+	}
+	l, err := ffcv.Open(filepath.Join("..", "testdata", "ffcv", "jpeg_q90_max256.beton"), ffcv.Options{
+		BatchSize: 4, Indices: indices, Decode: ffcv.MatchFFCV,
+		Pipelines: map[string]ffcv.Pipeline{
+			"image": {ffcv.CenterCrop{Width: 224, Height: 224}, ffcv.ToCHW{},
+				ffcv.Normalize{Mean: ffcv.ImageNetMean, Std: ffcv.ImageNetStd}},
+			"label": {ffcv.IntDecoder{}, ffcv.Squeeze{}},
+		},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer l.Close()
+	for b, err := range l.Epoch(context.Background()) {
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println(b.Indices, b.Column("image").Shape, b.Column("label").Int64s())
+	}
+	// Output:
+	// [0 1 2 3] [4 3 224 224] [0 1 2 3]
+	// [4 5 6 7] [4 3 224 224] [4 5 6 7]
+	// [8 9] [2 3 224 224] [8 9]
+}

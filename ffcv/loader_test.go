@@ -11,12 +11,14 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/flockml/flock/dataset"
 	"github.com/flockml/flock/ffcv/jpeg"
-	"github.com/flockml/flock/internal/npy"
+	"github.com/flockml/flock/ffcv/transform"
+	"github.com/flockml/flock/npy"
 	"github.com/flockml/flock/tensor"
 )
 
@@ -410,6 +412,48 @@ func TestRingHeld(t *testing.T) {
 	}
 }
 
+// TestLastBatchDefault checks who keeps an epoch's last, smaller batch of
+// the 64 samples in batches of 10: evaluation loaders (sequential, nothing
+// random) by default, training loaders only with KeepLast, nobody with
+// DropLast.
+func TestLastBatchDefault(t *testing.T) {
+	t.Parallel()
+	center := map[string]Pipeline{"image": {CenterCrop{Width: 16, Height: 16}, ToCHW{}, Normalize{Mean: []float64{128}, Std: []float64{64}}}}
+	flip := map[string]Pipeline{"image": {SimpleImageDecoder{}, Flip{}}}
+	for _, c := range []struct {
+		name    string
+		opt     Options
+		batches int
+	}{
+		{"sequential, default pipelines", Options{}, 7},
+		{"sequential, centre crop", Options{Pipelines: center}, 7},
+		{"sequential, DropLast", Options{DropLast: true}, 6},
+		{"sequential, random flip", Options{Pipelines: flip}, 6},
+		{"sequential, random flip, KeepLast", Options{Pipelines: flip, KeepLast: true}, 7},
+		{"random order", Options{Order: Random}, 6},
+		{"random order, KeepLast", Options{Order: Random, KeepLast: true}, 7},
+	} {
+		c.opt.BatchSize, c.opt.Workers = 10, 2
+		l := openTest(t, "raw_all_fields.beton", c.opt)
+		if l.BatchesPerEpoch() != c.batches || l.KeepsLast() != (c.batches == 7) {
+			t.Errorf("%s: %d batches per epoch (keeps last: %v), want %d", c.name, l.BatchesPerEpoch(), l.KeepsLast(), c.batches)
+		}
+		n := 0
+		for b, err := range l.Epoch(context.Background()) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += b.Len()
+		}
+		if want := min(64, c.batches*10); n != want {
+			t.Errorf("%s: %d samples in an epoch, want %d", c.name, n, want)
+		}
+	}
+	if _, err := Open(filepath.Join(testdata, "raw_all_fields.beton"), Options{BatchSize: 10, KeepLast: true, DropLast: true}); err == nil {
+		t.Error("KeepLast and DropLast together: no error")
+	}
+}
+
 // TestPipelineErrors checks that bad pipelines are refused when the loader
 // is made, naming the field and the problem.
 func TestPipelineErrors(t *testing.T) {
@@ -475,6 +519,112 @@ func TestCenterCropMatchesFFCV(t *testing.T) {
 	if mean > 1.5 || maxd > 8 {
 		t.Errorf("centre crop differs from FFCV's: mean |Δ| %.3f, max |Δ| %d", mean, maxd)
 	}
+}
+
+// TestMatchFFCV checks that MatchFFCV decoding gives FFCV's own CenterCrop
+// output exactly, with the pure-Go JPEG decoder and with libjpeg-turbo when
+// it is present, and that at an output small enough for the default to
+// decode at a reduced scale it still decodes at full size: its pixels equal
+// those of the low-level pieces (a full-size fast-IDCT jpeg.Decoder, then
+// transform.Resize with Area).
+func TestMatchFFCV(t *testing.T) {
+	ref, err := npy.ReadFile(filepath.Join(testdata, "jpeg_q90_max256.centercrop224.first8.npy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	backends := []string{"go"}
+	if ok, _ := jpeg.TurboAvailable(); ok {
+		backends = append(backends, "turbo")
+	}
+	load := func(size int, dec Decoding) ([]uint8, *Loader) {
+		l := openTest(t, "jpeg_q90_max256.beton", Options{BatchSize: 8, Workers: 2, Indices: seq(8), Decode: dec, Pipelines: map[string]Pipeline{
+			"image": {CenterCrop{Width: size, Height: size}},
+		}})
+		b, err := l.Next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Release()
+		return slices.Clone(b.Column("image").Uint8s()), l
+	}
+	for _, backend := range backends {
+		t.Setenv("FLOCK_JPEG", backend)
+		got, l := load(224, MatchFFCV)
+		if be := l.workers[0].decoder().Backend(); (be == "go") != (backend == "go") {
+			t.Fatalf("FLOCK_JPEG=%s decodes with %s", backend, be)
+		}
+		if n := diffCount(got, ref.Data); n != 0 {
+			t.Errorf("%s: MatchFFCV CenterCrop 224 differs from FFCV's output in %d of %d values", backend, n, len(got))
+		}
+
+		// At 64×64 the default decodes these 256-pixel images at 1/2 or 1/4.
+		got, l = load(64, MatchFFCV)
+		scaled, _ := load(64, Scaled)
+		r := l.Reader()
+		fi, _ := r.FieldIndex("image")
+		dec, err := jpeg.OpenDecoder(backend)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec.SetFastDCT(true)
+		want := make([]uint8, 0, len(got))
+		out := transform.NewImage(64, 64, 3)
+		for i := range 8 {
+			img, err := r.Image(fi, i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			full := transform.NewImage(img.Width, img.Height, 3)
+			if err := dec.Decode(full, img.Data, 1); err != nil {
+				t.Fatal(err)
+			}
+			transform.Resize(out, full, transform.CenterCropRect(img.Width, img.Height, 224.0/256), transform.Area)
+			want = append(want, out.Pix...)
+		}
+		dec.Close()
+		if n := diffCount(got, want); n != 0 {
+			t.Errorf("%s: MatchFFCV CenterCrop 64 differs from a full-size fast-IDCT decode in %d of %d values", backend, n, len(got))
+		}
+		if diffCount(scaled, want) == 0 {
+			t.Errorf("%s: the default decoding at 64×64 equals the full-size one; the test no longer covers scaled decoding", backend)
+		}
+		mean, maxd := absDiff(scaled, want)
+		t.Logf("%s: Scaled against MatchFFCV at 64×64: mean |Δ| %.3f, max |Δ| %d", backend, mean, maxd)
+	}
+
+	_, err = Open(filepath.Join(testdata, "jpeg_q90_max256.beton"), Options{BatchSize: 4, Decode: MatchFFCV, Pipelines: map[string]Pipeline{
+		"image": {CenterCrop{Width: 32, Height: 32, Filter: transform.Bilinear}},
+	}})
+	if err == nil || !strings.Contains(err.Error(), "FFCV resizes with Area") {
+		t.Errorf("MatchFFCV with a bilinear filter: error %v", err)
+	}
+}
+
+// diffCount returns the number of positions where a and b differ (all of
+// them when the lengths differ).
+func diffCount(a, b []uint8) int {
+	if len(a) != len(b) {
+		return max(len(a), len(b))
+	}
+	n := 0
+	for i := range a {
+		if a[i] != b[i] {
+			n++
+		}
+	}
+	return n
+}
+
+// absDiff returns the mean and the largest absolute difference of a and b.
+func absDiff(a, b []uint8) (mean float64, maxd int) {
+	sum := 0
+	for i := range a {
+		d := int(a[i]) - int(b[i])
+		d = max(d, -d)
+		sum += d
+		maxd = max(maxd, d)
+	}
+	return float64(sum) / float64(len(a)), maxd
 }
 
 // TestSteadyStateAllocations checks that batches allocate (almost) nothing

@@ -214,6 +214,7 @@ type fieldPipe struct {
 	arrayShape    []int
 	decodeOp      uint32
 	rowBytesCache int
+	matchFFCV     bool // full-size JPEG decoding with the fast IDCT
 }
 
 func compilePipelines(r *beton.Reader, opt Options) ([]*fieldPipe, error) {
@@ -231,7 +232,7 @@ func compilePipelines(r *beton.Reader, opt Options) ([]*fieldPipe, error) {
 				continue // custom fields cannot be read
 			}
 		}
-		fp, err := compilePipeline(r, fi, f, p, opt.Indices)
+		fp, err := compilePipeline(r, fi, f, p, opt.Indices, opt.Decode)
 		if err != nil {
 			return nil, fmt.Errorf("ffcv: loader: field %q: %w", f.Name, err)
 		}
@@ -261,11 +262,11 @@ func wantType(f beton.FieldInfo, op Op, types ...beton.FieldType) error {
 	return fmt.Errorf("%s cannot read a %v field", op.opName(), f.Type)
 }
 
-func compilePipeline(r *beton.Reader, fi int, f beton.FieldInfo, p Pipeline, indices []int) (*fieldPipe, error) {
+func compilePipeline(r *beton.Reader, fi int, f beton.FieldInfo, p Pipeline, indices []int, dec Decoding) (*fieldPipe, error) {
 	if len(p) == 0 {
 		return nil, fmt.Errorf("empty pipeline")
 	}
-	fp := &fieldPipe{name: f.Name, index: fi, info: f, r: r, decodeOp: opID(fi, 0)}
+	fp := &fieldPipe{name: f.Name, index: fi, info: f, r: r, decodeOp: opID(fi, 0), matchFFCV: dec == MatchFFCV}
 	switch d := p[0].(type) {
 	case IntDecoder:
 		fp.kind = decInt
@@ -349,6 +350,9 @@ func compilePipeline(r *beton.Reader, fi int, f beton.FieldInfo, p Pipeline, ind
 	}
 	if fp.c == 0 {
 		fp.c = 3
+	}
+	if fp.matchFFCV && fp.filter != transform.Area {
+		return nil, fmt.Errorf("%s: filter %v with MatchFFCV decoding: FFCV resizes with Area", p[0].opName(), fp.filter)
 	}
 	converted := false // after ToCHW or Normalize
 	for stage, op := range p[1:] {
@@ -530,6 +534,12 @@ func (fp *fieldPipe) newColumn(b int) *Column {
 	return c
 }
 
+// random reports whether the pipeline draws at random: a random crop, a
+// random augmentation or a mix.
+func (fp *fieldPipe) random() bool {
+	return fp.kind == decRRC || len(fp.augs) > 0 || fp.mixup != nil || fp.labelMixup != nil
+}
+
 func (fp *fieldPipe) scalarRow() []int {
 	if fp.squeeze {
 		return nil
@@ -629,7 +639,7 @@ func (fp *fieldPipe) decodeImage(w *worker, sc *fieldScratch, dst transform.Imag
 			return fmt.Errorf("image %d×%d: SimpleImageDecoder expects %d×%d", ref.Width, ref.Height, fp.w, fp.h)
 		}
 		if ref.JPEG {
-			return w.decoder().Decode(dst, ref.Data, 1)
+			return fp.jpegDecoder(w).Decode(dst, ref.Data, 1)
 		}
 		return copyRaw(dst, ref)
 	case decRRC:
@@ -640,11 +650,14 @@ func (fp *fieldPipe) decodeImage(w *worker, sc *fieldScratch, dst transform.Imag
 	}
 	var src transform.Image
 	if ref.JPEG {
-		d := ScaleDenom(win.W, win.H, fp.w, fp.h)
+		d := 1
+		if !fp.matchFFCV {
+			d = ScaleDenom(win.W, win.H, fp.w, fp.h)
+		}
 		sw, sh := jpeg.ScaledSize(ref.Width, ref.Height, d)
 		sc.decoded = grow(sc.decoded, sw*sh*fp.c)
 		src = transform.ImageOf(sc.decoded, sw, sh, fp.c)
-		if err := w.decoder().Decode(src, ref.Data, d); err != nil {
+		if err := fp.jpegDecoder(w).Decode(src, ref.Data, d); err != nil {
 			return err
 		}
 		win = scaleRect(win, ref.Width, ref.Height, sw, sh)
@@ -656,6 +669,14 @@ func (fp *fieldPipe) decodeImage(w *worker, sc *fieldScratch, dst transform.Imag
 	}
 	transform.Resize(dst, src, win, fp.filter)
 	return nil
+}
+
+// jpegDecoder returns the worker's JPEG decoder set for this field: the
+// fast IDCT when it matches FFCV, the accurate one otherwise.
+func (fp *fieldPipe) jpegDecoder(w *worker) *jpeg.Decoder {
+	d := w.decoder()
+	d.SetFastDCT(fp.matchFFCV)
+	return d
 }
 
 func copyRaw(dst transform.Image, ref beton.ImageRef) error {

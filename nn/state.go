@@ -14,6 +14,9 @@ import (
 type stateEntry struct {
 	name string
 	t    *tensor.Tensor
+	// zeroIfAbsent marks a batch norm's num_batches_tracked, which PyTorch's
+	// BatchNorm fills with 0 when a state dict lacks it.
+	zeroIfAbsent bool
 }
 
 // stateEntries lists m's state in PyTorch's state_dict order: a module's
@@ -26,19 +29,20 @@ func stateEntries(m Module) []stateEntry {
 		cb, ok := m.(baser)
 		if !ok {
 			for _, p := range m.NamedParameters() {
-				out = append(out, stateEntry{prefix + p.Name, p.Param.Value})
+				out = append(out, stateEntry{prefix + p.Name, p.Param.Value, false})
 			}
 			for _, b := range m.NamedBuffers() {
-				out = append(out, stateEntry{prefix + b.Name, b.Buffer})
+				out = append(out, stateEntry{prefix + b.Name, b.Buffer, false})
 			}
 			return
 		}
 		b := cb.base()
 		for _, p := range b.params {
-			out = append(out, stateEntry{prefix + p.Name, p.Param.Value})
+			out = append(out, stateEntry{prefix + p.Name, p.Param.Value, false})
 		}
+		_, isBN := m.(*BatchNorm2d)
 		for _, p := range b.buffers {
-			out = append(out, stateEntry{prefix + p.Name, p.Buffer})
+			out = append(out, stateEntry{prefix + p.Name, p.Buffer, isBN && p.Name == "num_batches_tracked"})
 		}
 		for _, c := range b.children {
 			visit(prefix+c.Name+".", c.Module)
@@ -82,8 +86,11 @@ func ReleaseAll(sd map[string]*tensor.Tensor) {
 // the same names, in place, converting dtypes as needed (sd is not
 // consumed). A tensor whose shape differs from the module's is always an
 // error. With strict, keys of m missing from sd and keys of sd that m lacks
-// are errors too; otherwise they are skipped. On error nothing is copied,
-// and the message names every offending key.
+// are errors too; otherwise they are skipped. As PyTorch's BatchNorm loads
+// a state dict without num_batches_tracked (checkpoints of PyTorch before
+// 0.4.1, float-only exports), a batch norm's num_batches_tracked absent from
+// sd is set to 0, strict or not. On error nothing is copied, and the message
+// names every offending key.
 func LoadStateDict(m Module, sd map[string]*tensor.Tensor, strict bool) error {
 	entries := stateEntries(m)
 	known := make(map[string]bool, len(entries))
@@ -92,7 +99,9 @@ func LoadStateDict(m Module, sd map[string]*tensor.Tensor, strict bool) error {
 		known[e.name] = true
 		src, ok := sd[e.name]
 		if !ok {
-			missing = append(missing, fmt.Sprintf("%q", e.name))
+			if !e.zeroIfAbsent {
+				missing = append(missing, fmt.Sprintf("%q", e.name))
+			}
 			continue
 		}
 		if !src.Shape().Equal(e.t.Shape()) {
@@ -121,8 +130,12 @@ func LoadStateDict(m Module, sd map[string]*tensor.Tensor, strict bool) error {
 		return fmt.Errorf("nn: load state dict: %s", strings.Join(problems, "; "))
 	}
 	for _, e := range entries {
-		if src, ok := sd[e.name]; ok && !sameView(src, e.t) {
+		src, ok := sd[e.name]
+		switch {
+		case ok && !sameView(src, e.t):
 			e.t.CopyFrom(src)
+		case !ok && e.zeroIfAbsent:
+			e.t.Fill(0)
 		}
 	}
 	return nil

@@ -177,6 +177,7 @@ func TestLoadStateDictErrors(t *testing.T) {
 		{"missing strict", func(sd map[string]*tensor.Tensor) { del(sd, "1.bias", "0.running_var") }, true,
 			[]string{`missing keys "0.running_var", "1.bias"`}},
 		{"missing lenient", func(sd map[string]*tensor.Tensor) { del(sd, "1.bias") }, false, nil},
+		{"missing num_batches_tracked strict", func(sd map[string]*tensor.Tensor) { del(sd, "0.num_batches_tracked") }, true, nil},
 		{"unexpected strict", func(sd map[string]*tensor.Tensor) {
 			sd["1.extra"] = tensor.Zeros(tensor.Shape{2})
 			sd["0.alpha"] = tensor.Zeros(tensor.Shape{2})
@@ -296,4 +297,39 @@ func TestSaveLoadPyTorch(t *testing.T) {
 		t.Fatalf("check_state_dict.py: %v\n%s", err, out)
 	}
 	t.Logf("check_state_dict.py: %s", strings.TrimSpace(string(out)))
+}
+
+// TestLoadStateDictWithoutNumBatchesTracked loads, strictly, a state dict
+// holding only floating-point tensors, as older PyTorch checkpoints and
+// float-only exports are: PyTorch's BatchNorm fills the absent
+// num_batches_tracked with 0, and so does LoadStateDict.
+func TestLoadStateDictWithoutNumBatchesTracked(t *testing.T) {
+	t.Parallel()
+	g := tensor.NewGenerator(8)
+	src := NewSequential(NewLinear(3, 4, true, g), NewBatchNorm2d(4, BatchNormOptions{}))
+	defer src.Release()
+	dst := NewSequential(NewLinear(3, 4, true, g), NewBatchNorm2d(4, BatchNormOptions{}))
+	defer dst.Release()
+	dst.Layers[1].(*BatchNorm2d).NumBatchesTracked.Fill(7)
+	sd := StateDict(src)
+	defer ReleaseAll(sd)
+	del(sd, "1.num_batches_tracked")
+	for k, v := range sd {
+		if v.DType() == tensor.Int64 {
+			t.Fatalf("state dict still holds the integer tensor %q", k)
+		}
+	}
+	if err := LoadStateDict(dst, sd, true); err != nil {
+		t.Fatal(err)
+	}
+	if n := dst.Layers[1].(*BatchNorm2d).NumBatchesTracked.Item(); n != 0 {
+		t.Errorf("num_batches_tracked = %v after loading a state dict without it, want 0", n)
+	}
+	equalValues(t, "1.running_var", dst.Layers[1].(*BatchNorm2d).RunningVar, sd["1.running_var"])
+
+	// Other missing buffers stay errors.
+	del(sd, "1.running_mean")
+	if err := LoadStateDict(dst, sd, true); err == nil || !strings.Contains(err.Error(), `missing keys "1.running_mean"`) {
+		t.Errorf("missing running_mean: error %v", err)
+	}
 }

@@ -19,6 +19,10 @@ import (
 type Config struct {
 	// Model names a network of package nn/models ("mlp", "cnn").
 	Model string `json:"model"`
+	// Stem chooses the stem of the ImageNet ResNets: "imagenet", "cifar",
+	// or "auto" (or empty: the small stem for images of side ≤ 64), as
+	// models.ParseStem reads it.
+	Stem string `json:"stem,omitempty"`
 	// Epochs is the number of passes over the training set.
 	Epochs int `json:"epochs"`
 	// BatchSize is the number of images per optimizer step.
@@ -287,7 +291,16 @@ func (c Config) Validate() error {
 	case c.TrainImages < 0:
 		return bad("train images %d: want ≥ 0 (0: all)", c.TrainImages)
 	}
+	if _, err := models.ParseStem(c.Stem); err != nil {
+		return bad("%v", err)
+	}
 	return c.Strategy.Validate()
+}
+
+// modelConfig returns the models.Config of images c×h×w in k classes.
+func (c Config) modelConfig(ch, h, w, k int) (models.Config, error) {
+	stem, err := models.ParseStem(c.Stem)
+	return models.Config{InChannels: ch, Height: h, Width: w, NumClasses: k, Stem: stem}, err
 }
 
 // schedule returns the learning-rate schedule of c for a run of

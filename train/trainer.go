@@ -121,9 +121,11 @@ func New(cfg Config, trainSet, testSet *dataset.Images, opts Options) (*Trainer,
 		return nil, err
 	}
 	gen := tensor.NewGenerator(cfg.Seed)
-	model, err := models.Build(cfg.Model, models.Config{
-		InChannels: trainSet.C, Height: trainSet.H, Width: trainSet.W, NumClasses: len(trainSet.Classes),
-	}, gen)
+	mc, err := cfg.modelConfig(trainSet.C, trainSet.H, trainSet.W, len(trainSet.Classes))
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	model, err := models.Build(cfg.Model, mc, gen)
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}

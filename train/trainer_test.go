@@ -14,6 +14,7 @@ import (
 
 	"github.com/flockml/flock/dataset"
 	"github.com/flockml/flock/nn"
+	"github.com/flockml/flock/nn/models"
 	"github.com/flockml/flock/safetensors"
 	"github.com/flockml/flock/tensor"
 	"github.com/flockml/flock/train"
@@ -615,6 +616,7 @@ func TestConfigValidate(t *testing.T) {
 		{"eval", func(c *train.Config) { c.EvalEvery = -2 }, "eval every -2"},
 		{"log", func(c *train.Config) { c.LogEvery = -1 }, "log every -1"},
 		{"train images", func(c *train.Config) { c.TrainImages = -5 }, "train images -5"},
+		{"stem", func(c *train.Config) { c.Stem = "resnet" }, `unknown stem "resnet"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -625,6 +627,27 @@ func TestConfigValidate(t *testing.T) {
 				t.Errorf("Validate() = %v, want an error mentioning %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestStem checks that Config.Stem reaches the model: an 8×8 image gets the
+// small stem by default and torchvision's with "imagenet".
+func TestStem(t *testing.T) {
+	trainSet := synthetic(32, 3, 1)
+	for _, c := range []struct {
+		stem    string
+		maxPool bool
+	}{{"", false}, {"auto", false}, {"cifar", false}, {"imagenet", true}} {
+		cfg := tinyConfig()
+		cfg.Model, cfg.Stem = "resnet18", c.stem
+		tr, err := train.New(cfg, trainSet, nil, train.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := tr.Model().(*models.ResNet); (r.MaxPool != nil) != c.maxPool {
+			t.Errorf("stem %q: max-pool %v, want %v", c.stem, r.MaxPool != nil, c.maxPool)
+		}
+		tr.Close()
 	}
 }
 

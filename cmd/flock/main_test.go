@@ -41,6 +41,7 @@ func TestUsage(t *testing.T) {
 		{"unknown optimizer", []string{"train", "--optimizer", "rmsprop"}, exitUsage, nil, []string{`unknown optimizer "rmsprop" (want sgd, adamw, lars)`}, false},
 		{"unknown model", []string{"train", "--model", "resnet"}, exitUsage, nil, []string{`unknown model "resnet"`}, false},
 		{"unknown schedule", []string{"train", "--schedule", "exp"}, exitUsage, nil, []string{`unknown schedule "exp"`}, false},
+		{"unknown stem", []string{"train", "--stem", "resnet"}, exitUsage, nil, []string{`unknown stem "resnet" (want auto, imagenet, cifar)`}, false},
 		{"batch size", []string{"train", "--batch-size", "0"}, exitUsage, nil, []string{"batch size 0"}, false},
 		{"warm-up too long", []string{"train", "--epochs", "2", "--warmup", "3"}, exitUsage, nil, []string{"warm-up 3 epochs"}, false},
 		{"negative threads", []string{"train", "--threads", "-2"}, exitUsage, nil, []string{"threads -2"}, false},

@@ -51,6 +51,7 @@ func trainFlags(cfg *train.Config, o *trainOptions) *flag.FlagSet {
 	fs := flag.NewFlagSet("flock train", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&cfg.Model, "model", cfg.Model, "network, one of the models listed below")
+	fs.StringVar(&cfg.Stem, "stem", cfg.Stem, "stem of the ImageNet ResNets: imagenet (7×7 stride 2, max-pool), cifar (3×3 stride 1) or auto (cifar for images of side ≤ 64)")
 	fs.IntVar(&cfg.Epochs, "epochs", cfg.Epochs, "passes over the training set")
 	fs.IntVar(&cfg.BatchSize, "batch-size", cfg.BatchSize, "images per optimizer step")
 	fs.Float64Var(&cfg.LR, "lr", cfg.LR, "peak learning rate (> 0), reached after the warm-up")

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/flockml/flock/internal/npy"
+	"github.com/flockml/flock/npy"
 )
 
 const testdata = "../../testdata/ffcv"

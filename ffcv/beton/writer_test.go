@@ -16,7 +16,7 @@ import (
 
 	"github.com/flockml/flock/ffcv/jpeg"
 	"github.com/flockml/flock/ffcv/transform"
-	"github.com/flockml/flock/internal/npy"
+	"github.com/flockml/flock/npy"
 )
 
 // rawAllFieldsSource builds the samples of raw_all_fields.beton from the

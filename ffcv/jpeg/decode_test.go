@@ -482,6 +482,9 @@ func TestDecoderSelection(t *testing.T) {
 		t.Error("FLOCK_JPEG=bogus: no error")
 	}
 	ok, why := TurboAvailable()
+	if ok != (why == "") {
+		t.Errorf("TurboAvailable = %v with reason %q: want a reason exactly when it is unavailable", ok, why)
+	}
 	d, err := newDecoder("turbo")
 	if ok != (err == nil) {
 		t.Errorf("TurboAvailable = %v (%s) but FLOCK_JPEG=turbo gives %v", ok, why, err)

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/flockml/flock/ffcv/transform"
-	"github.com/flockml/flock/internal/npy"
+	"github.com/flockml/flock/npy"
 )
 
 // FFCV's own loader output for the first 8 samples of the test file with

@@ -86,12 +86,12 @@ func openTurbo(names []string) (*turboLib, error) {
 }
 
 // TurboAvailable reports whether libjpeg-turbo can be loaded, and if not,
-// why.
+// why: reason is empty exactly when ok is true.
 func TurboAvailable() (ok bool, reason string) {
 	if _, err := loadTurbo(); err != nil {
 		return false, err.Error()
 	}
-	return true, "libturbojpeg loaded"
+	return true, ""
 }
 
 // turboHandle is one tjhandle with the out-parameters of the header call

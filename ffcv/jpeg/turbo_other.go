@@ -21,7 +21,7 @@ func (t *turboHandle) decode(dst transform.Image, data []byte, denom int) error 
 }
 
 // TurboAvailable reports whether libjpeg-turbo can be loaded, and if not,
-// why.
+// why: reason is empty exactly when ok is true.
 func TurboAvailable() (ok bool, reason string) {
 	_, err := newTurboHandle()
 	return false, err.Error()

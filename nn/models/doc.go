@@ -9,13 +9,17 @@
 //     of He et al. (2016) (resnet20/32/44/56/110; NewCIFARResNet) with
 //     parameter-free zero-padding shortcuts (option A) by default;
 //   - Vision Transformers (vit_{tiny,small,base,large}_p{4,16,32}; NewViT)
-//     with timm's state-dict keys, and ConvertTorchvisionViT for weights
-//     saved from torchvision's VisionTransformer.
+//     with timm's state-dict keys, ConvertTorchvisionViT for weights
+//     saved from torchvision's VisionTransformer and ConvertToTorchvisionViT
+//     to export them under its names; ViTConfig takes the MLP width as
+//     torchvision's mlp_dim (MLPDim) or as timm's mlp_ratio.
 //
-// A registered builder takes a Config (input channels, image size, classes),
-// so every network adapts to 1-channel 28×28 Fashion-MNIST images: the
-// torchvision ResNets switch to a small-input stem (3×3 convolution, stride
-// 1, no max-pool) for sides up to SmallStemMaxSide, and the ViTs need a side
-// divisible by their patch. Weights move between flock and PyTorch through
+// A registered builder takes a Config (input channels, image size, classes,
+// and the ResNets' options: stem, groups and width, zero-initialised
+// residuals), so every network adapts to 1-channel 28×28 Fashion-MNIST
+// images: the torchvision ResNets switch to a small-input stem (3×3
+// convolution, stride 1, no max-pool) for sides up to SmallStemMaxSide
+// unless Config.Stem chooses one, and the ViTs need a side divisible by
+// their patch. Weights move between flock and PyTorch through
 // safetensors files under the same names.
 package models

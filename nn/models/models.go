@@ -9,12 +9,29 @@ import (
 	"github.com/flockml/flock/tensor"
 )
 
-// Config describes the input and output of a model to build.
+// Config describes the input and output of a model to build and, for the
+// ResNets, the options of ResNetOptions that the registry does not fix. The
+// zero value of an option keeps the registered model as it is; a model that
+// does not have an option refuses it.
 type Config struct {
 	// InChannels, Height and Width describe one input image (C, H, W).
 	InChannels, Height, Width int
 	// NumClasses is the number of logits.
 	NumClasses int
+
+	// Stem selects the stem of the ImageNet ResNets (resnet18 … resnet152,
+	// wide_resnet50_2): StemAuto, the zero value, picks the small stem for
+	// images whose smaller side is at most SmallStemMaxSide; StemImageNet
+	// and StemCIFAR choose one whatever the size. The CIFAR ResNets have
+	// only the small stem (StemCIFAR or StemAuto).
+	Stem Stem
+	// ZeroInitResidual starts every residual block of a ResNet (ImageNet
+	// or CIFAR) as the identity (ResNetOptions.ZeroInitResidual).
+	ZeroInitResidual bool
+	// Groups and WidthPerGroup, when non-zero, replace those of a
+	// Bottleneck ImageNet ResNet (ResNetOptions): resnet50 with 32 groups
+	// of width 4 is ResNeXt-50 32×4d.
+	Groups, WidthPerGroup int
 }
 
 // FashionMNIST is the input and output of the Fashion-MNIST task.
@@ -26,17 +43,53 @@ type Builder func(cfg Config, g *tensor.Generator) (nn.Layer, error)
 type entry struct {
 	build Builder
 	about string
+	takes options // the Config options the model has
+}
+
+// options is a set of Config's model options.
+type options uint8
+
+const (
+	takesStem options = 1 << iota
+	takesSmallStemOnly
+	takesZeroInit
+	takesWidth
+)
+
+// check returns an error naming the options of c that a model taking only
+// these does not have.
+func (o options) check(name string, c Config) error {
+	var extra []string
+	switch {
+	case c.Stem < StemAuto || c.Stem > StemCIFAR:
+		return fmt.Errorf("models: %s: unknown stem %d", name, c.Stem)
+	case c.Stem == StemImageNet && o&takesStem == 0, c.Stem == StemCIFAR && o&(takesStem|takesSmallStemOnly) == 0:
+		extra = append(extra, "stem "+c.Stem.String())
+	}
+	if c.ZeroInitResidual && o&takesZeroInit == 0 {
+		extra = append(extra, "zero-init residual")
+	}
+	if (c.Groups != 0 || c.WidthPerGroup != 0) && o&takesWidth == 0 {
+		extra = append(extra, fmt.Sprintf("groups %d, width per group %d", c.Groups, c.WidthPerGroup))
+	}
+	if len(extra) > 0 {
+		return fmt.Errorf("models: %s does not take the option %s", name, strings.Join(extra, "; "))
+	}
+	return nil
 }
 
 var registry = map[string]entry{}
 
 // register adds a model under name; each family registers its members from
 // an init function in its own file.
-func register(name, about string, b Builder) {
+func register(name, about string, b Builder) { registerWith(name, about, 0, b) }
+
+// registerWith adds a model that takes the given Config options.
+func registerWith(name, about string, takes options, b Builder) {
 	if _, dup := registry[name]; dup {
 		panic("models: model " + name + " registered twice")
 	}
-	registry[name] = entry{b, about}
+	registry[name] = entry{b, about, takes}
 }
 
 func init() {
@@ -44,11 +97,16 @@ func init() {
 	register("cnn", "two 3×3 conv + ReLU + max-pool stages (16, 32 channels), then 64 hidden units", SmallCNN)
 }
 
-// Build returns the model registered as name.
+// Build returns the model registered as name. An option of cfg that the
+// model does not have (a stem for a ViT, groups for a BasicBlock ResNet) is
+// an error.
 func Build(name string, cfg Config, g *tensor.Generator) (nn.Layer, error) {
 	r, ok := registry[name]
 	if !ok {
 		return nil, fmt.Errorf("models: unknown model %q (available: %s)", name, strings.Join(Names(), ", "))
+	}
+	if err := r.takes.check(name, cfg); err != nil {
+		return nil, err
 	}
 	return r.build(cfg, g)
 }

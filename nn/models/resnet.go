@@ -2,6 +2,8 @@ package models
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/flockml/flock/autograd"
 	"github.com/flockml/flock/nn"
@@ -28,6 +30,42 @@ import (
 // image 4× before the first stage.
 const SmallStemMaxSide = 64
 
+// Stem is the choice of a registered ImageNet ResNet's stem (Config.Stem).
+type Stem int
+
+const (
+	// StemAuto uses the small stem for images whose smaller side is at
+	// most SmallStemMaxSide and torchvision's otherwise.
+	StemAuto Stem = iota
+	// StemImageNet is torchvision's stem: 7×7 convolution with stride 2,
+	// then 3×3 max-pool with stride 2.
+	StemImageNet
+	// StemCIFAR is the small stem: 3×3 convolution with stride 1, no
+	// max-pool (ResNetOptions.SmallStem).
+	StemCIFAR
+)
+
+var stemNames = []string{"auto", "imagenet", "cifar"}
+
+// String returns the stem's name as ParseStem reads it.
+func (s Stem) String() string {
+	if s >= 0 && int(s) < len(stemNames) {
+		return stemNames[s]
+	}
+	return fmt.Sprintf("Stem(%d)", int(s))
+}
+
+// ParseStem reads a stem's name: "auto" (or empty), "imagenet" or "cifar".
+func ParseStem(name string) (Stem, error) {
+	if name == "" {
+		return StemAuto, nil
+	}
+	if i := slices.Index(stemNames, name); i >= 0 {
+		return Stem(i), nil
+	}
+	return 0, fmt.Errorf("models: unknown stem %q (want %s)", name, strings.Join(stemNames, ", "))
+}
+
 func init() {
 	about := map[int]string{
 		18:  "ResNet-18 (torchvision; BasicBlocks 2-2-2-2), 11.7M parameters at 1000 classes",
@@ -36,22 +74,27 @@ func init() {
 		101: "ResNet-101 v1.5 (torchvision; Bottlenecks 3-4-23-3), 44.5M parameters at 1000 classes",
 		152: "ResNet-152 v1.5 (torchvision; Bottlenecks 3-8-36-3), 60.2M parameters at 1000 classes",
 	}
-	const stem = "; 3×3 stem without max-pool for images of side ≤ 64"
+	const stem = "; 3×3 stem without max-pool for images of side ≤ 64 unless the stem is chosen"
 	for _, d := range []int{18, 34, 50, 101, 152} {
-		register(fmt.Sprintf("resnet%d", d), about[d]+stem, resnetBuilder(ResNetOptions{Depth: d}))
+		takes := takesStem | takesZeroInit
+		if resnetStages[d].bottleneck {
+			takes |= takesWidth
+		}
+		registerWith(fmt.Sprintf("resnet%d", d), about[d]+stem, takes, resnetBuilder(ResNetOptions{Depth: d}))
 	}
-	register("wide_resnet50_2", "Wide ResNet-50-2 (torchvision; Bottlenecks twice as wide), 68.9M parameters at 1000 classes"+stem,
-		resnetBuilder(ResNetOptions{Depth: 50, WidthPerGroup: 128}))
+	registerWith("wide_resnet50_2", "Wide ResNet-50-2 (torchvision; Bottlenecks twice as wide), 68.9M parameters at 1000 classes"+stem,
+		takesStem|takesZeroInit|takesWidth, resnetBuilder(ResNetOptions{Depth: 50, WidthPerGroup: 128}))
 	for _, d := range []int{20, 32, 44, 56, 110} {
-		register(fmt.Sprintf("resnet%d", d),
+		registerWith(fmt.Sprintf("resnet%d", d),
 			fmt.Sprintf("CIFAR ResNet-%d (He et al. 2016; 3 stages of %d BasicBlocks, 16-32-64 channels, zero-padding shortcuts)", d, (d-2)/6),
-			cifarBuilder(d))
+			takesSmallStemOnly|takesZeroInit, cifarBuilder(d))
 	}
 }
 
-// resnetBuilder adapts NewResNet to the registry: the classes and input
-// channels come from cfg, and the small stem is used for images whose
-// smaller side is at most SmallStemMaxSide.
+// resnetBuilder adapts NewResNet to the registry: the classes, input
+// channels and options come from cfg, and the small stem is used as
+// cfg.Stem says (by default for images whose smaller side is at most
+// SmallStemMaxSide).
 func resnetBuilder(base ResNetOptions) Builder {
 	return func(cfg Config, g *tensor.Generator) (nn.Layer, error) {
 		if err := cfg.validate(); err != nil {
@@ -59,7 +102,15 @@ func resnetBuilder(base ResNetOptions) Builder {
 		}
 		opt := base
 		opt.NumClasses, opt.InChannels = cfg.NumClasses, cfg.InChannels
-		opt.SmallStem = min(cfg.Height, cfg.Width) <= SmallStemMaxSide
+		switch cfg.Stem {
+		case StemAuto:
+			opt.SmallStem = min(cfg.Height, cfg.Width) <= SmallStemMaxSide
+		case StemCIFAR:
+			opt.SmallStem = true
+		}
+		opt.ZeroInitResidual = cfg.ZeroInitResidual
+		opt.Groups = resnetOr(cfg.Groups, opt.Groups)
+		opt.WidthPerGroup = resnetOr(cfg.WidthPerGroup, opt.WidthPerGroup)
 		m, err := NewResNet(opt, g)
 		if err != nil {
 			return nil, err
@@ -75,7 +126,7 @@ func cifarBuilder(depth int) Builder {
 		if err := cfg.validate(); err != nil {
 			return nil, err
 		}
-		m, err := NewCIFARResNet(depth, CIFARResNetOptions{NumClasses: cfg.NumClasses, InChannels: cfg.InChannels}, g)
+		m, err := NewCIFARResNet(depth, CIFARResNetOptions{NumClasses: cfg.NumClasses, InChannels: cfg.InChannels, ZeroInitResidual: cfg.ZeroInitResidual}, g)
 		if err != nil {
 			return nil, err
 		}

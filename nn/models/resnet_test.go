@@ -237,6 +237,94 @@ func TestResNetRegistry(t *testing.T) {
 	}
 }
 
+// TestRegistryResNetOptions builds registered ResNets with the options of
+// Config: a chosen stem whatever the image size, ResNeXt's groups and
+// width, zero-initialised residuals; models without an option refuse it.
+func TestRegistryResNetOptions(t *testing.T) {
+	t.Parallel()
+	small := models.Config{InChannels: 3, Height: 32, Width: 32, NumClasses: 10}
+	large := models.Config{InChannels: 3, Height: 224, Width: 224, NumClasses: 10}
+	with := func(c models.Config, edit func(*models.Config)) models.Config {
+		edit(&c)
+		return c
+	}
+	for _, c := range []struct {
+		name, model string
+		cfg         models.Config
+		kernel      int  // of conv1
+		maxPool     bool // torchvision's stem
+	}{
+		{"auto small", "resnet18", small, 3, false},
+		{"auto large", "resnet18", large, 7, true},
+		{"imagenet small", "resnet18", with(small, func(c *models.Config) { c.Stem = models.StemImageNet }), 7, true},
+		{"cifar large", "resnet18", with(large, func(c *models.Config) { c.Stem = models.StemCIFAR }), 3, false},
+		{"cifar resnet20", "resnet20", with(small, func(c *models.Config) { c.Stem = models.StemCIFAR }), 3, false},
+	} {
+		m, err := models.Build(c.model, c.cfg, tensor.NewGenerator(1))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		r := m.(*models.ResNet)
+		if k := r.Conv1.Weight.Shape()[3]; k != c.kernel || (r.MaxPool != nil) != c.maxPool {
+			t.Errorf("%s: conv1 %d×%d, max-pool %v; want %d×%d, %v", c.name, k, k, r.MaxPool != nil, c.kernel, c.kernel, c.maxPool)
+		}
+		m.Release()
+	}
+
+	// ResNeXt-50 32×4d: torchvision's resnext50_32x4d has 25,028,904
+	// parameters at 1000 classes.
+	m, err := models.Build("resnet50", models.Config{InChannels: 3, Height: 224, Width: 224, NumClasses: 1000, Groups: 32, WidthPerGroup: 4}, tensor.NewGenerator(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := nn.NumParameters(m); n != 25_028_904 {
+		t.Errorf("resnet50 with 32 groups of width 4: %d parameters, want ResNeXt-50 32×4d's 25,028,904", n)
+	}
+	m.Release()
+
+	for _, name := range []string{"resnet18", "resnet20"} {
+		m, err := models.Build(name, with(small, func(c *models.Config) { c.ZeroInitResidual = true }), tensor.NewGenerator(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sd := nn.StateDict(m)
+		if w := sd["layer1.0.bn2.weight"].Float64s(); slices.ContainsFunc(w, func(v float64) bool { return v != 0 }) {
+			t.Errorf("%s with ZeroInitResidual: layer1.0.bn2.weight is %v, want zeros", name, w)
+		}
+		if w := sd["bn1.weight"].Float64s(); slices.ContainsFunc(w, func(v float64) bool { return v != 1 }) {
+			t.Errorf("%s with ZeroInitResidual: the stem's bn1.weight is %v, want ones", name, w)
+		}
+		nn.ReleaseAll(sd)
+		m.Release()
+	}
+
+	for _, c := range []struct {
+		model string
+		cfg   models.Config
+		want  string
+	}{
+		{"resnet20", with(small, func(c *models.Config) { c.Stem = models.StemImageNet }), "resnet20 does not take the option stem imagenet"},
+		{"resnet18", with(small, func(c *models.Config) { c.Groups = 32 }), "resnet18 does not take the option groups 32"},
+		{"resnet20", with(small, func(c *models.Config) { c.WidthPerGroup = 4 }), "width per group 4"},
+		{"mlp", with(small, func(c *models.Config) { c.ZeroInitResidual = true }), "mlp does not take the option zero-init residual"},
+		{"vit_tiny_p4", with(small, func(c *models.Config) { c.Stem = models.StemCIFAR }), "vit_tiny_p4 does not take the option stem cifar"},
+		{"resnet18", with(small, func(c *models.Config) { c.Stem = 7 }), "unknown stem 7"},
+	} {
+		if _, err := models.Build(c.model, c.cfg, tensor.NewGenerator(1)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s with %+v: error %v, want one containing %q", c.model, c.cfg, err, c.want)
+		}
+	}
+
+	for _, s := range []models.Stem{models.StemAuto, models.StemImageNet, models.StemCIFAR} {
+		if got, err := models.ParseStem(s.String()); err != nil || got != s {
+			t.Errorf("ParseStem(%q) = %v, %v", s, got, err)
+		}
+	}
+	if _, err := models.ParseStem("resnet"); err == nil || !strings.Contains(err.Error(), "want auto, imagenet, cifar") {
+		t.Errorf("ParseStem(resnet): %v", err)
+	}
+}
+
 func TestResNetOptionErrors(t *testing.T) {
 	g := tensor.NewGenerator(1)
 	for _, opt := range []models.ResNetOptions{

@@ -28,8 +28,13 @@ type ViTConfig struct {
 	// blocks and Heads the number of attention heads, which must divide Dim.
 	Dim, Depth, Heads int
 	// MLPRatio sets the hidden width of the MLPs to int(Dim·MLPRatio)
-	// (timm's rounding); zero means 4.
+	// (timm's mlp_ratio and rounding); zero means 4 unless MLPDim is set.
 	MLPRatio float64
+	// MLPDim sets the hidden width of the MLPs directly (torchvision's
+	// mlp_dim), which a ratio truncated by int() cannot always express
+	// (hidden_dim 15, mlp_dim 123); zero means Dim·MLPRatio. At most one
+	// of MLPRatio and MLPDim is set.
+	MLPDim int
 	// Dropout is the drop probability after the position embedding, after
 	// the attention's output projection and after both MLP layers in
 	// training (torchvision's dropout, timm's pos_drop_rate and
@@ -63,8 +68,14 @@ func (c ViTConfig) mlpRatio() float64 {
 	return c.MLPRatio
 }
 
-// MLPHidden is the hidden width of the blocks' MLPs.
-func (c ViTConfig) MLPHidden() int { return int(float64(c.Dim) * c.mlpRatio()) }
+// MLPHidden is the hidden width of the blocks' MLPs: MLPDim, or
+// int(Dim·MLPRatio).
+func (c ViTConfig) MLPHidden() int {
+	if c.MLPDim != 0 {
+		return c.MLPDim
+	}
+	return int(float64(c.Dim) * c.mlpRatio())
+}
 
 // NumPatches is the number of patch tokens, (ImageSize/PatchSize)².
 func (c ViTConfig) NumPatches() int {
@@ -122,6 +133,10 @@ func (c ViTConfig) validate() error {
 		return fail("width %d, depth %d and heads %d must be positive", c.Dim, c.Depth, c.Heads)
 	case c.Dim%c.Heads != 0:
 		return fail("%d heads do not divide the width %d", c.Heads, c.Dim)
+	case c.MLPDim != 0 && c.MLPRatio != 0:
+		return fail("MLP ratio %v and MLP width %d: set one of them", c.MLPRatio, c.MLPDim)
+	case c.MLPDim < 0:
+		return fail("MLP width %d: want > 0", c.MLPDim)
 	case !(c.MLPRatio >= 0) || c.MLPHidden() <= 0:
 		return fail("MLP ratio %v gives no hidden units", c.MLPRatio)
 	case !(c.Dropout >= 0 && c.Dropout < 1), !(c.AttnDropout >= 0 && c.AttnDropout < 1), !(c.DropPath >= 0 && c.DropPath < 1):
@@ -526,7 +541,68 @@ func passThrough(x *autograd.Var) *autograd.Var {
 // (conv_proj.conv_*), a representation layer (heads.pre_logits) — have no
 // counterpart and are errors, as are duplicates.
 func ConvertTorchvisionViT(sd map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
-	top := map[string]string{
+	names := vitNames{torchvisionViTTop, tvLayerPrefix, "blocks.", []map[string]string{torchvisionViTLayer, torchvisionViTLegacy}}
+	return renameViT(sd, "convert torchvision ViT", "a ViT", names.rename)
+}
+
+// ConvertToTorchvisionViT renames the state dict of a ViT to the names of
+// torchvision's VisionTransformer, for exporting: the inverse of
+// ConvertTorchvisionViT, writing the MLP's layers as mlp.0 and mlp.3 (the
+// names of torchvision 0.14 and later; earlier versions load them too). As
+// there, the result holds new references to sd's tensors, which the caller
+// releases. A ViT that torchvision cannot express — mean pooling
+// (fc_norm.*), no class token — gives an error naming the keys without a
+// counterpart or the class token missing; the configuration torchvision
+// needs is image_size, patch_size, num_layers, num_heads, hidden_dim
+// (Dim), mlp_dim (MLPHidden) and num_classes.
+func ConvertToTorchvisionViT(sd map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
+	if _, ok := sd["cls_token"]; !ok && len(sd) > 0 {
+		return nil, fmt.Errorf(`models: convert ViT to torchvision: no "cls_token": torchvision's VisionTransformer has a class token`)
+	}
+	names := vitNames{inverse(torchvisionViTTop), "blocks.", tvLayerPrefix, []map[string]string{inverse(torchvisionViTLayer)}}
+	return renameViT(sd, "convert ViT to torchvision", "a torchvision VisionTransformer", names.rename)
+}
+
+// vitNames renames a ViT's keys: those of top, and from + "<i>." + part to
+// to + "<i>." + layer[part] with the first of layers holding part.
+type vitNames struct {
+	top      map[string]string
+	from, to string
+	layers   []map[string]string
+}
+
+func (v vitNames) rename(key string) (string, bool) {
+	if n, ok := v.top[key]; ok {
+		return n, true
+	}
+	i, part, ok := layerKey(key, v.from)
+	if !ok {
+		return "", false
+	}
+	for _, l := range v.layers {
+		if n, ok := l[part]; ok {
+			return v.to + i + "." + n, true
+		}
+	}
+	return "", false
+}
+
+// inverse returns m with keys and values swapped.
+func inverse(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[v] = k
+	}
+	return out
+}
+
+const tvLayerPrefix = "encoder.layers.encoder_layer_"
+
+// The names of torchvision's VisionTransformer and their ViT (timm)
+// counterparts: the model's own tensors, those of each encoder layer, and
+// the MLP names of torchvision before 0.14.
+var (
+	torchvisionViTTop = map[string]string{
 		"class_token":           "cls_token",
 		"conv_proj.weight":      "patch_embed.proj.weight",
 		"conv_proj.bias":        "patch_embed.proj.bias",
@@ -536,7 +612,7 @@ func ConvertTorchvisionViT(sd map[string]*tensor.Tensor) (map[string]*tensor.Ten
 		"heads.head.weight":     "head.weight",
 		"heads.head.bias":       "head.bias",
 	}
-	layer := map[string]string{
+	torchvisionViTLayer = map[string]string{
 		"ln_1.weight":                    "norm1.weight",
 		"ln_1.bias":                      "norm1.bias",
 		"self_attention.in_proj_weight":  "attn.qkv.weight",
@@ -549,34 +625,38 @@ func ConvertTorchvisionViT(sd map[string]*tensor.Tensor) (map[string]*tensor.Ten
 		"mlp.0.bias":                     "mlp.fc1.bias",
 		"mlp.3.weight":                   "mlp.fc2.weight",
 		"mlp.3.bias":                     "mlp.fc2.bias",
-		"mlp.linear_1.weight":            "mlp.fc1.weight",
-		"mlp.linear_1.bias":              "mlp.fc1.bias",
-		"mlp.linear_2.weight":            "mlp.fc2.weight",
-		"mlp.linear_2.bias":              "mlp.fc2.bias",
 	}
-	rename := func(key string) (string, bool) {
-		if n, ok := top[key]; ok {
-			return n, true
-		}
-		rest, ok := strings.CutPrefix(key, "encoder.layers.encoder_layer_")
-		if !ok {
-			return "", false
-		}
-		idx, part, ok := strings.Cut(rest, ".")
-		if !ok {
-			return "", false
-		}
-		i, err := strconv.Atoi(idx)
-		if err != nil || i < 0 || strconv.Itoa(i) != idx {
-			return "", false
-		}
-		n, ok := layer[part]
-		if !ok {
-			return "", false
-		}
-		return "blocks." + idx + "." + n, true
+	torchvisionViTLegacy = map[string]string{
+		"mlp.linear_1.weight": "mlp.fc1.weight",
+		"mlp.linear_1.bias":   "mlp.fc1.bias",
+		"mlp.linear_2.weight": "mlp.fc2.weight",
+		"mlp.linear_2.bias":   "mlp.fc2.bias",
 	}
+)
 
+// layerKey splits prefix + "<i>.<part>" into the layer index i (a decimal
+// number without leading zeros) and part.
+func layerKey(key, prefix string) (idx, part string, ok bool) {
+	rest, ok := strings.CutPrefix(key, prefix)
+	if !ok {
+		return "", "", false
+	}
+	idx, part, ok = strings.Cut(rest, ".")
+	if !ok {
+		return "", "", false
+	}
+	i, err := strconv.Atoi(idx)
+	if err != nil || i < 0 || strconv.Itoa(i) != idx {
+		return "", "", false
+	}
+	return idx, part, true
+}
+
+// renameViT renames every key of sd with rename, which reports keys it
+// cannot rename; unknown keys and keys renamed to the same name are errors
+// (what names the conversion, target the other side). The result holds new
+// references to sd's tensors.
+func renameViT(sd map[string]*tensor.Tensor, what, target string, rename func(string) (string, bool)) (map[string]*tensor.Tensor, error) {
 	keys := make([]string, 0, len(sd))
 	for k := range sd {
 		keys = append(keys, k)
@@ -599,13 +679,13 @@ func ConvertTorchvisionViT(sd map[string]*tensor.Tensor) (map[string]*tensor.Ten
 	}
 	var problems []string
 	if len(unknown) > 0 {
-		problems = append(problems, "keys without a ViT counterpart "+strings.Join(unknown, ", "))
+		problems = append(problems, "keys without "+target+" counterpart "+strings.Join(unknown, ", "))
 	}
 	if len(dup) > 0 {
 		problems = append(problems, "keys naming the same tensor "+strings.Join(dup, ", "))
 	}
 	if len(problems) > 0 {
-		return nil, fmt.Errorf("models: convert torchvision ViT: %s", strings.Join(problems, "; "))
+		return nil, fmt.Errorf("models: %s: %s", what, strings.Join(problems, "; "))
 	}
 	for n, t := range out {
 		out[n] = t.Retain()

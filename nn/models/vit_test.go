@@ -39,7 +39,7 @@ func (c vitGoldenCase) config() models.ViTConfig {
 	return models.ViTConfig{
 		ImageSize: c.ImageSize, PatchSize: c.PatchSize, InChannels: c.InChannels, NumClasses: c.NumClasses,
 		Dim: c.HiddenDim, Depth: c.NumLayers, Heads: c.NumHeads,
-		MLPRatio: float64(c.MLPDim) / float64(c.HiddenDim), GlobalPool: c.GlobalPool,
+		MLPDim: c.MLPDim, GlobalPool: c.GlobalPool,
 	}
 }
 
@@ -845,6 +845,109 @@ func TestConvertTorchvisionViT(t *testing.T) {
 		bad[extra] = sd["conv_proj.bias"]
 		if _, err := models.ConvertTorchvisionViT(bad); err == nil || !strings.Contains(err.Error(), extra) {
 			t.Errorf("with %s: error %v, want one naming it", extra, err)
+		}
+	}
+}
+
+// TestConvertToTorchvisionViT renames a ViT's state dict to torchvision's
+// names: the inverse of ConvertTorchvisionViT, sharing the tensors, and an
+// error for what torchvision's VisionTransformer cannot hold.
+func TestConvertToTorchvisionViT(t *testing.T) {
+	c := vitGoldenCase{ImageSize: 4, PatchSize: 2, NumLayers: 2, NumHeads: 1, HiddenDim: 4, MLPDim: 8, NumClasses: 3, InChannels: 3}
+	m, err := models.NewViT(c.config(), tensor.NewGenerator(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Release()
+	sd := nn.StateDict(m)
+	defer nn.ReleaseAll(sd)
+	tv, err := models.ConvertToTorchvisionViT(sd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nn.ReleaseAll(tv)
+	var want []string
+	for _, e := range torchvisionViTKeys(c) {
+		want = append(want, e.name)
+		if got := tv[e.name]; got == nil || !got.Shape().Equal(e.shape) {
+			t.Errorf("%s: %v, want shape %v", e.name, got, e.shape)
+		}
+	}
+	if len(tv) != len(want) {
+		t.Errorf("%d keys, want torchvision's %d: %v", len(tv), len(want), slices.Sorted(func(yield func(string) bool) {
+			for k := range tv {
+				if !yield(k) {
+					return
+				}
+			}
+		}))
+	}
+	back, err := models.ConvertTorchvisionViT(tv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nn.ReleaseAll(back)
+	if len(back) != len(sd) {
+		t.Errorf("round trip: %d keys, want %d", len(back), len(sd))
+	}
+	for k, v := range sd {
+		if back[k] == nil || !back[k].SharesStorage(v) {
+			t.Errorf("round trip: %s is not the model's tensor", k)
+		}
+	}
+
+	avg := c.config()
+	avg.GlobalPool = "avg"
+	ma, err := models.NewViT(avg, tensor.NewGenerator(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ma.Release()
+	sda := nn.StateDict(ma)
+	defer nn.ReleaseAll(sda)
+	if _, err := models.ConvertToTorchvisionViT(sda); err == nil || !strings.Contains(err.Error(), `"fc_norm.weight"`) {
+		t.Errorf("mean-pooled ViT: error %v, want one naming fc_norm.weight", err)
+	}
+	noCls := maps(sd)
+	delete(noCls, "cls_token")
+	if _, err := models.ConvertToTorchvisionViT(noCls); err == nil || !strings.Contains(err.Error(), "class token") {
+		t.Errorf("ViT without class token: error %v", err)
+	}
+}
+
+// TestViTMLPDim builds a ViT with an MLP width that no ratio truncated by
+// int() gives (torchvision's hidden_dim 15, mlp_dim 123).
+func TestViTMLPDim(t *testing.T) {
+	c := models.ViTConfig{ImageSize: 4, PatchSize: 2, InChannels: 3, NumClasses: 2, Dim: 15, Depth: 1, Heads: 3}
+	byRatio := c
+	byRatio.MLPRatio = 123.0 / 15
+	if got := byRatio.MLPHidden(); got == 123 {
+		t.Fatalf("MLPRatio 123/15 gives %d hidden units; the test needs a ratio that cannot express 123", got)
+	}
+	c.MLPDim = 123
+	if got := c.MLPHidden(); got != 123 {
+		t.Errorf("MLPDim 123: %d hidden units", got)
+	}
+	m, err := models.NewViT(c, tensor.NewGenerator(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Release()
+	if s := m.Blocks[0].MLP.FC1.Weight.Shape(); !s.Equal(tensor.Shape{123, 15}) {
+		t.Errorf("fc1.weight %v, want [123 15]", s)
+	}
+	if n, want := nn.NumParameters(m), c.NumParameters(); n != want {
+		t.Errorf("%d parameters, NumParameters says %d", n, want)
+	}
+	for _, bad := range []struct {
+		ratio float64
+		dim   int
+		want  string
+	}{{4, 60, "set one of them"}, {0, -1, "MLP width -1"}} {
+		b := c
+		b.MLPRatio, b.MLPDim = bad.ratio, bad.dim
+		if _, err := models.NewViT(b, tensor.NewGenerator(1)); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("MLPRatio %v, MLPDim %d: error %v, want one containing %q", bad.ratio, bad.dim, err, bad.want)
 		}
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"testing"
 )
 
-const testdata = "../../testdata/ffcv"
+const testdata = "../testdata/ffcv"
 
 func TestReadFFCVTestdata(t *testing.T) {
 	t.Parallel()

@@ -1,5 +1,8 @@
 // Package npy reads and writes NumPy's .npy array files, the format of
-// numpy.save, so that tests can exchange arrays with Python.
+// numpy.save, so that Go programs and tests exchange arrays with Python:
+// reading reference outputs saved from NumPy, FFCV or PyTorch (through
+// tensor.numpy()) to compare flock's with, writing arrays for Python to
+// check. Array's Uint8, Int64, Float32 and Float64 convert the elements.
 //
 // A file is the magic "\x93NUMPY", a major and minor version byte, the
 // header length (u16 little-endian in version 1, u32 in versions 2 and 3),
