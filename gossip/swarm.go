@@ -146,6 +146,7 @@ type Swarm struct {
 	rcv     sync.WaitGroup
 	byeTo   map[int]bool // partners this worker said goodbye to
 	byeFrom map[int]bool // partners that said goodbye
+	lost    map[int]bool // partners dropped for failing or staying silent
 	done    bool
 
 	out      *swarmRequest // the request awaiting its answer
@@ -254,6 +255,7 @@ func NewSwarm(c dist.Comm, opt SwarmOptions) (*Swarm, error) {
 		rng:     rand.New(rand.NewPCG(opt.Seed, 0x73776172<<32|rank)),
 		byeTo:   map[int]bool{},
 		byeFrom: map[int]bool{},
+		lost:    map[int]bool{},
 	}
 	return w, nil
 }
@@ -287,10 +289,8 @@ func (w *Swarm) String() string {
 // stayed silent, ascending.
 func (w *Swarm) Lost() []int {
 	var l []int
-	for p := range w.pairs {
-		if !slices.Contains(w.live, p) && !w.byeFrom[p] {
-			l = append(l, p)
-		}
+	for p := range w.lost {
+		l = append(l, p)
 	}
 	slices.Sort(l)
 	return l
@@ -675,7 +675,7 @@ func (w *Swarm) request(peer int, seq int64) {
 	w.out = r
 	w.st.initiated++
 	if err := w.send(peer, swarmReq, r.seq, w.bitsOf(r.scale), r.scale, w.encode(r.snap, r.scale)); err != nil {
-		w.drop(peer, fmt.Errorf("request: %w", err))
+		w.unreachable(peer, err)
 	}
 }
 
@@ -778,7 +778,7 @@ func (w *Swarm) handle(s *train.StepContext, ev swarmEvent) error {
 		w.st.fallbacks++
 		r.scale = 0
 		if err := w.send(r.peer, swarmReq, r.seq, 0, 0, r.snap); err != nil {
-			w.drop(r.peer, fmt.Errorf("request at full precision: %w", err))
+			w.unreachable(r.peer, err)
 		}
 	default:
 		return fmt.Errorf("swarm: rank %d: message of kind %d from rank %d", w.comm.Rank(), ev.kind, ev.from)
@@ -795,7 +795,7 @@ func (w *Swarm) serve(s *train.StepContext, ev swarmEvent) error {
 	if violated {
 		w.st.violations++
 		if err := w.send(ev.from, swarmNack, ev.seq, 0, 0, nil); err != nil {
-			w.drop(ev.from, fmt.Errorf("refusal: %w", err))
+			w.unreachable(ev.from, err)
 		}
 		return nil
 	}
@@ -810,7 +810,7 @@ func (w *Swarm) serve(s *train.StepContext, ev swarmEvent) error {
 		}
 	}
 	if err := w.send(ev.from, swarmReply, ev.seq, w.bitsOf(scale), scale, w.encode(w.x, scale)); err != nil {
-		w.drop(ev.from, fmt.Errorf("answer: %w", err))
+		w.unreachable(ev.from, err)
 		return nil
 	}
 	w.st.served++
@@ -832,9 +832,10 @@ func (w *Swarm) remove(peer int) {
 
 // drop removes a partner that failed, and says so.
 func (w *Swarm) drop(peer int, err error) {
-	if !slices.Contains(w.live, peer) {
+	if w.byeFrom[peer] || w.lost[peer] {
 		return
 	}
+	w.lost[peer] = true
 	w.remove(peer)
 	w.st.lost++
 	w.log.Warn("swarm: partner lost; training goes on without it",
@@ -842,6 +843,15 @@ func (w *Swarm) drop(peer int, err error) {
 	if c := w.pairs[peer]; c != nil {
 		c.Close()
 	}
+}
+
+// unreachable takes out of the partner set a partner a message could
+// not reach. Whether it left or failed, its pair's receiver tells: a
+// goodbye before the pair closed, or the pair's failure, which drop
+// reports.
+func (w *Swarm) unreachable(peer int, err error) {
+	w.log.Debug("swarm: send failed", "rank", w.comm.Rank(), "partner", peer, "err", err)
+	w.remove(peer)
 }
 
 // finish ends this worker's part: it waits for its pending request, says
@@ -857,7 +867,7 @@ func (w *Swarm) finish(s *train.StepContext) error {
 		}
 		w.byeTo[p] = true
 		if err := w.send(p, swarmBye, 0, 0, 0, nil); err != nil {
-			w.drop(p, fmt.Errorf("goodbye: %w", err))
+			w.unreachable(p, err)
 		}
 	}
 	timer := time.NewTimer(w.opt.Timeout)

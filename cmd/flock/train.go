@@ -487,6 +487,11 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSe
 				stop = min(stop, o.stopAfter)
 			}
 			w.sum, w.err = w.t.RunUntil(runCtx, stop)
+			if cfg.Strategy.Name == "swarm" {
+				// Goodbyes to the partners before the Comm closes, so
+				// that a worker stopped early is not taken for lost.
+				w.closeStrategy()
+			}
 			if w.err == nil && stop < w.t.TotalSteps() && o.checkpoint != "" && (w.rank == 0 || comms != nil && setCheckpoints(cfg)) {
 				w.err = w.t.SaveCheckpoint(o.checkpoint)
 			}
