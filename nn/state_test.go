@@ -177,6 +177,11 @@ func TestLoadStateDictErrors(t *testing.T) {
 		{"missing strict", func(sd map[string]*tensor.Tensor) { del(sd, "1.bias", "0.running_var") }, true,
 			[]string{`missing keys "0.running_var", "1.bias"`}},
 		{"missing lenient", func(sd map[string]*tensor.Tensor) { del(sd, "1.bias") }, false, nil},
+		{"many missing", func(sd map[string]*tensor.Tensor) {
+			for k := range sd {
+				del(sd, k)
+			}
+		}, true, []string{`missing keys "0.weight", "0.bias", "0.running_mean", … (`, " more)"}},
 		{"unexpected strict", func(sd map[string]*tensor.Tensor) {
 			sd["1.extra"] = tensor.Zeros(tensor.Shape{2})
 			sd["0.alpha"] = tensor.Zeros(tensor.Shape{2})
