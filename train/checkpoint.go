@@ -83,6 +83,7 @@ func (t *Trainer) writeCheckpoint(path string) error {
 		"epoch":           strconv.Itoa(pos.Epoch),
 		"batch":           strconv.Itoa(pos.Batch),
 		"steps_per_epoch": strconv.Itoa(t.StepsPerEpoch()),
+		"world":           strconv.Itoa(max(t.opts.World, 1)),
 		"rng.seed":        strconv.FormatUint(seed, 10),
 		"rng.offset":      strconv.FormatUint(offset, 10),
 		"elapsed_ns":      strconv.FormatInt(int64(t.Elapsed()), 10),
@@ -160,6 +161,16 @@ func (t *Trainer) LoadCheckpoint(path string) error {
 		ints[k] = v
 	}
 	step, spe := ints["step"], t.StepsPerEpoch()
+	if w, ok := meta["world"]; ok {
+		world, err := strconv.Atoi(w)
+		if err != nil || world < 1 {
+			return fail("metadata world %q: want an integer ≥ 1", w)
+		}
+		if world != max(t.opts.World, 1) {
+			return fail("it was written by a run of %d workers, this run has %d (resume with %d workers: each worker's share of the data sets the steps per epoch)",
+				world, max(t.opts.World, 1), world)
+		}
+	}
 	if saved.BatchSize != t.cfg.BatchSize || ints["steps_per_epoch"] != spe {
 		return fail("it was written with batch size %d and %d steps per epoch, this run has batch size %d and %d steps per epoch (another batch size or data set)",
 			saved.BatchSize, ints["steps_per_epoch"], t.cfg.BatchSize, spe)

@@ -104,6 +104,9 @@ func New(cfg Config, trainSet, testSet *dataset.Images, opts Options) (*Trainer,
 		return nil, fmt.Errorf("train: %w", err)
 	}
 	if data.BatchesPerEpoch() == 0 {
+		if opts.World > 1 {
+			return nil, fmt.Errorf("train: %d training images shared by %d workers leave none to worker %d", trainSet.N, opts.World, opts.Rank)
+		}
 		return nil, fmt.Errorf("train: the training set gives no batch (%d images)", data.Len())
 	}
 	var test *dataset.Loader

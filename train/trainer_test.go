@@ -338,27 +338,37 @@ func TestCheckpointAtomic(t *testing.T) {
 	}
 }
 
+// checkpointAt trains tinyConfig on data for steps steps and saves a
+// checkpoint at path; the trainer is closed when the test ends.
+func checkpointAt(t *testing.T, data *dataset.Images, opts train.Options, steps int, path string) *train.Trainer {
+	t.Helper()
+	tr, err := train.New(tinyConfig(), data, nil, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.Close)
+	if _, err := tr.RunUntil(context.Background(), steps); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.SaveCheckpoint(path); err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
 // TestLoadCheckpointMismatch loads checkpoints into runs they do not fit and
 // checks for an error naming the problem, with the model left unchanged.
 func TestLoadCheckpointMismatch(t *testing.T) {
 	dir := t.TempDir()
 	three, four := synthetic(96, 3, 1), synthetic(96, 4, 1)
 	mlpPath := filepath.Join(dir, "mlp.safetensors")
-	src, err := train.New(tinyConfig(), three, nil, train.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := src.RunUntil(context.Background(), 2); err != nil {
-		t.Fatal(err)
-	}
-	if err := src.SaveCheckpoint(mlpPath); err != nil {
-		t.Fatal(err)
-	}
+	src := checkpointAt(t, three, train.Options{}, 2, mlpPath)
 	plainPath := filepath.Join(dir, "weights.safetensors")
 	if err := nn.Save(plainPath, src.Model()); err != nil {
 		t.Fatal(err)
 	}
-	src.Close()
+	twoPath := filepath.Join(dir, "two-workers.safetensors")
+	checkpointAt(t, three, train.Options{World: 2}, 2, twoPath)
 
 	cnn := tinyConfig()
 	cnn.Model = "cnn"
@@ -374,6 +384,7 @@ func TestLoadCheckpointMismatch(t *testing.T) {
 		{"other model", cnn, three, mlpPath, []string{`"mlp" model`, `"cnn"`, "missing keys", "unexpected keys"}},
 		{"other number of classes", tinyConfig(), four, mlpPath, []string{"does not match", "shape mismatch", "[3 256]", "[4 256]"}},
 		{"other batch size", bigBatch, three, mlpPath, []string{"batch size 16 and 6 steps per epoch", "batch size 32 and 3 steps per epoch"}},
+		{"other number of workers", tinyConfig(), three, twoPath, []string{"written by a run of 2 workers, this run has 1"}},
 		{"not a training checkpoint", tinyConfig(), three, plainPath, []string{"not a flock training checkpoint"}},
 		{"no file", tinyConfig(), three, filepath.Join(dir, "none.safetensors"), []string{"no such file"}},
 	}

@@ -116,17 +116,7 @@ func runLaunch(args []string, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{
-		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-			if a.Key == slog.TimeKey && len(groups) == 0 {
-				return slog.Attr{}
-			}
-			if a.Key == slog.MessageKey {
-				a.Value = slog.StringValue("flock run: " + a.Value.String())
-			}
-			return a
-		},
-	}))
+	log := commandLogger(stderr, "flock run")
 	code, err := launch.Run(context.Background(), launch.Config{
 		NProc:    o.nproc,
 		NNodes:   o.nnodes,
@@ -148,4 +138,20 @@ func runLaunch(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "flock run: %s\n", msg)
 	}
 	return code
+}
+
+// commandLogger returns a logger writing text lines to stderr without the
+// time, their message prefixed with the command's name.
+func commandLogger(stderr io.Writer, name string) *slog.Logger {
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey && len(groups) == 0 {
+				return slog.Attr{}
+			}
+			if a.Key == slog.MessageKey {
+				a.Value = slog.StringValue(name + ": " + a.Value.String())
+			}
+			return a
+		},
+	}))
 }

@@ -282,7 +282,7 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 		trainSet, testSet, err = loadBeton(ctx, o.data, o.testData)
 	} else {
 		trainSet, testSet, err = dataset.LoadFashionMNIST(ctx, dataset.FashionMNISTOptions{
-			Dir: o.data, Download: o.download, Progress: progress,
+			Dir: o.data, Download: o.download, Progress: progress, Logger: commandLogger(stderr, "flock train"),
 		})
 	}
 	if err != nil {
@@ -392,6 +392,14 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSe
 	// and the other ranks stop early only when a worker fails.
 	commCtx, fail := context.WithCancel(context.Background())
 	defer fail()
+
+	if cfg.StepsPerEpoch(trainSet.N, world) == 0 {
+		who := fmt.Sprintf("--workers %d", world)
+		if len(comms) == 1 {
+			who = fmt.Sprintf("the launcher's %d ranks", world)
+		}
+		return usageError(stderr, "%s share %d training images: each worker needs at least one (fewer workers or more --train-images)", who, cfg.TrainImagesOf(trainSet.N))
+	}
 
 	out := newReporter(stdout, o.json, term.IsTerminal(stdout))
 	out.workers = world
@@ -606,7 +614,7 @@ func (r *reporter) start(t *train.Trainer, trainSet, testSet *dataset.Images, o 
 		testN = testSet.N
 	}
 	fmt.Fprintf(r.w, "flock train: %s (%d parameters) on %s, %d training / %d test images\n",
-		cfg.Model, nn.NumParameters(t.Model()), data, trainSet.N, testN)
+		cfg.Model, nn.NumParameters(t.Model()), data, cfg.TrainImagesOf(trainSet.N), testN)
 	opt := cfg.Optimizer
 	if cfg.Optimizer != "adamw" {
 		opt += fmt.Sprintf(" momentum %g", cfg.Momentum)
