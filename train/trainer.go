@@ -41,7 +41,19 @@ type Options struct {
 	// them, at CheckpointPath; see SaveCheckpoint. Every rank then needs
 	// CheckpointPath.
 	CheckpointComm dist.Comm
+	// MaxNonFiniteSteps stops a diverged run: once the training loss has
+	// been NaN or infinite for this many consecutive steps, the run fails
+	// with an error wrapping ErrDiverged. 0 means DefaultMaxNonFiniteSteps;
+	// a negative value lets the run go on whatever its loss.
+	MaxNonFiniteSteps int
 }
+
+// DefaultMaxNonFiniteSteps is Options.MaxNonFiniteSteps when it is 0.
+const DefaultMaxNonFiniteSteps = 10
+
+// ErrDiverged is the cause of a run stopped because its training loss was
+// no longer finite; see Options.MaxNonFiniteSteps.
+var ErrDiverged = errors.New("the training loss diverged")
 
 // ErrPeerInterrupted is the cause of a run that a StopCoordinator stopped
 // because another worker was interrupted.
@@ -77,6 +89,9 @@ type Trainer struct {
 	// setFile is this rank's file of the last checkpoint set written or
 	// loaded, removed when the next set is in place.
 	setFile string
+	// nonFinite counts the consecutive steps, up to the last, whose
+	// training loss was NaN or infinite.
+	nonFinite int
 }
 
 // New builds the model, optimizer, schedule and data loaders that cfg
@@ -323,6 +338,9 @@ func (t *Trainer) trainStep() error {
 	if t.cfg.LogEvery > 0 && t.step%t.cfg.LogEvery == 0 {
 		t.logTrain()
 	}
+	if err := t.checkFinite(lossVal); err != nil {
+		return err
+	}
 	if f := t.opts.OnProgress; f != nil {
 		loss, _ := t.interval.mean()
 		spe := t.StepsPerEpoch()
@@ -335,6 +353,24 @@ func (t *Trainer) trainStep() error {
 		})
 	}
 	return nil
+}
+
+// checkFinite counts the steps in a row whose training loss was not
+// finite and fails the run when they reach Options.MaxNonFiniteSteps.
+func (t *Trainer) checkFinite(loss float64) error {
+	if !math.IsNaN(loss) && !math.IsInf(loss, 0) {
+		t.nonFinite = 0
+		return nil
+	}
+	t.nonFinite++
+	limit := t.opts.MaxNonFiniteSteps
+	if limit == 0 {
+		limit = DefaultMaxNonFiniteSteps
+	}
+	if limit < 0 || t.nonFinite < limit {
+		return nil
+	}
+	return fmt.Errorf("train: step %d: %w: the training loss has been %v for %d steps in a row (a smaller learning rate?)", t.step, ErrDiverged, loss, t.nonFinite)
 }
 
 // countCorrect returns the number of rows of logits [N, C] whose largest

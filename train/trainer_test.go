@@ -656,3 +656,42 @@ func TestTrainImages(t *testing.T) {
 		tr.Close()
 	}
 }
+
+// TestDiverged runs with a learning rate that makes the loss NaN after the
+// first step:
+// by default the run stops with ErrDiverged after
+// DefaultMaxNonFiniteSteps such steps; with a negative limit it goes on to
+// the end, its records holding the non-finite losses.
+func TestDiverged(t *testing.T) {
+	cfg := tinyConfig()
+	cfg.LR, cfg.WarmupEpochs = 1e30, 0
+	for _, tt := range []struct {
+		name  string
+		limit int
+		steps int // steps taken: the first loss, before any update, is finite; 18 is the whole run
+	}{
+		{"default", 0, 1 + train.DefaultMaxNonFiniteSteps},
+		{"three", 3, 4},
+		{"keep going", -1, 18},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var rec recorder
+			tr, err := train.New(cfg, synthetic(96, 3, 1), nil, train.Options{MaxNonFiniteSteps: tt.limit, OnRecord: rec.add})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Close()
+			_, err = tr.Run(context.Background())
+			if tt.limit >= 0 && !errors.Is(err, train.ErrDiverged) || tt.limit < 0 && err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			if tr.Step() != tt.steps {
+				t.Errorf("stopped after %d steps, want %d", tr.Step(), tt.steps)
+			}
+			last := rec.recs[len(rec.recs)-1]
+			if !math.IsNaN(last.Loss) && !math.IsInf(last.Loss, 0) {
+				t.Errorf("last record's loss %v, want NaN or ±Inf", last.Loss)
+			}
+		})
+	}
+}
