@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -43,6 +42,8 @@ type trainOptions struct {
 	threads    int
 	stopAfter  int
 	workers    int
+	// divergedSteps is Options.MaxNonFiniteSteps, 0 to keep going.
+	divergedSteps int
 }
 
 // trainFlags returns the flag set of flock train, bound to cfg and o. Flag
@@ -73,6 +74,7 @@ func trainFlags(cfg *train.Config, o *trainOptions) *flag.FlagSet {
 	fs.IntVar(&o.threads, "threads", o.threads, fmt.Sprintf("worker threads, GOMAXPROCS (0: all %d cores)", runtime.NumCPU()))
 	fs.IntVar(&cfg.TrainImages, "train-images", cfg.TrainImages, "train on the first `N` training images only (0: all)")
 	fs.IntVar(&o.stopAfter, "stop-after", o.stopAfter, "stop after `STEP` steps of the run (the schedule still spans --epochs), writing the checkpoint to continue from with --resume (0: run to the end)")
+	fs.IntVar(&o.divergedSteps, "diverged-steps", o.divergedSteps, "stop with an error once the training loss has been NaN or infinite for `N` steps in a row (0: keep going)")
 	fs.IntVar(&o.workers, "workers", o.workers, "workers in this process, `K` goroutines each taking --batch-size images per step and cooperating by --strategy")
 	sc := &cfg.Strategy
 	fs.StringVar(&sc.Name, "strategy", sc.Name, "how the workers cooperate: dp (gradients averaged every step), local (Local SGD/AdamW/LARS: parameters averaged every H steps), diloco (outer Nesterov SGD on the averaged change every H steps)")
@@ -104,7 +106,7 @@ func writeModels(w io.Writer) {
 }
 
 func trainHelp(w io.Writer) {
-	cfg, o := train.DefaultConfig(), trainOptions{workers: defaultWorkers}
+	cfg, o := train.DefaultConfig(), trainOptions{workers: defaultWorkers, divergedSteps: train.DefaultMaxNonFiniteSteps}
 	fs := trainFlags(&cfg, &o)
 	fmt.Fprint(w, `Usage: flock train [flags]
 
@@ -116,7 +118,9 @@ synchronizations follow the Quadratic Synchronization Rule.
 Output: a progress bar when stdout is a terminal, periodic lines otherwise,
 then a summary table; with --json, one JSON object per line instead:
 {"kind":"train"|"eval","step","epoch","lr","loss","acc","img_per_s","elapsed_s"}
-and a final {"kind":"summary", ...}.
+and a final {"kind":"summary", ...}; a number that is NaN or infinite (the
+loss of a diverged run) is written as null. A run whose training loss stays
+NaN or infinite for --diverged-steps steps stops with an error.
 
 A checkpoint holds the model, the optimizer, the schedule's step, the random
 generator, the data position and the settings in one safetensors file; a
@@ -207,7 +211,7 @@ func usageError(stderr io.Writer, format string, a ...any) int {
 }
 
 func runTrain(args []string, stdout, stderr io.Writer) int {
-	cfg, o := train.DefaultConfig(), trainOptions{workers: defaultWorkers}
+	cfg, o := train.DefaultConfig(), trainOptions{workers: defaultWorkers, divergedSteps: train.DefaultMaxNonFiniteSteps}
 	fs := trainFlags(&cfg, &o)
 	if helpAsked(args) {
 		trainHelp(stdout)
@@ -246,6 +250,9 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 	}
 	if o.workers < 1 {
 		return usageError(stderr, "workers %d: want ≥ 1", o.workers)
+	}
+	if o.divergedSteps < 0 {
+		return usageError(stderr, "diverged-steps %d: want ≥ 0", o.divergedSteps)
 	}
 	if o.testData != "" && !strings.HasSuffix(o.data, ".beton") {
 		return usageError(stderr, "--test-data %s needs --data TRAIN.beton", o.testData)
@@ -401,7 +408,12 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSe
 		return usageError(stderr, "%s share %d training images: each worker needs at least one (fewer workers or more --train-images)", who, cfg.TrainImagesOf(trainSet.N))
 	}
 
-	out := newReporter(stdout, o.json, term.IsTerminal(stdout))
+	// Output that cannot be written stops the run as an interruption
+	// would, with a checkpoint, and fails the command.
+	ctx, outputFailed := context.WithCancel(ctx)
+	defer outputFailed()
+	output := &outputWriter{w: stdout, failed: outputFailed}
+	out := newReporter(output, o.json, term.IsTerminal(stdout))
 	out.workers = world
 	ws := make([]*worker, max(len(comms), 1))
 	defer func() {
@@ -422,7 +434,10 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSe
 	for i := range ws {
 		w := &worker{}
 		ws[i] = w
-		opts := train.Options{}
+		opts := train.Options{MaxNonFiniteSteps: o.divergedSteps}
+		if o.divergedSteps == 0 {
+			opts.MaxNonFiniteSteps = -1
+		}
 		test := testSet
 		if comms != nil {
 			w.comm, w.rank = comms[i], comms[i].Rank()
@@ -517,6 +532,15 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSe
 		sum.ImagesPerSec *= float64(world)
 		out.finish(sum)
 	}
+	if err := output.Err(); err != nil {
+		t := ws[0].t
+		msg := fmt.Sprintf("flock train: write output: %v; stopped after step %d of %d", err, t.Step(), t.TotalSteps())
+		if rank0 != nil && o.checkpoint != "" && interruption(rank0.err) {
+			msg += fmt.Sprintf("; checkpoint written to %s", o.checkpoint)
+		}
+		fmt.Fprintln(stderr, msg)
+		return exitFailure
+	}
 	if ctx.Err() != nil || interruption(ws[0].err) {
 		t := ws[0].t
 		msg := fmt.Sprintf("flock train: interrupted after step %d of %d", t.Step(), t.TotalSteps())
@@ -588,7 +612,6 @@ type reporter struct {
 	w        io.Writer
 	json     bool
 	terminal bool
-	enc      *json.Encoder
 	lastDraw time.Time
 	drawn    bool
 	// workers scales rank 0's training throughput to the whole run's.
@@ -598,7 +621,7 @@ type reporter struct {
 }
 
 func newReporter(w io.Writer, jsonOut, terminal bool) *reporter {
-	return &reporter{w: w, json: jsonOut, terminal: terminal && !jsonOut, enc: json.NewEncoder(w), workers: 1}
+	return &reporter{w: w, json: jsonOut, terminal: terminal && !jsonOut, workers: 1}
 }
 
 func (r *reporter) start(t *train.Trainer, trainSet, testSet *dataset.Images, o trainOptions) {
@@ -649,7 +672,7 @@ func (r *reporter) record(rec train.Record) {
 		rec.ImagesPerSec *= float64(r.workers)
 	}
 	if r.json {
-		r.enc.Encode(rec)
+		writeJSONLine(r.w, rec)
 		return
 	}
 	switch rec.Kind {
@@ -727,7 +750,7 @@ func (r *reporter) finish(s train.Summary) {
 		if s.Evaluated {
 			v.TestLoss, v.TestAcc = &s.TestLoss, &s.TestAcc
 		}
-		r.enc.Encode(v)
+		writeJSONLine(r.w, v)
 		return
 	}
 	r.clear()

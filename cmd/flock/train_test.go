@@ -1,6 +1,16 @@
 package main
 
-import "testing"
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/flockml/flock/train"
+)
 
 // TestTrainMessages checks what short runs on a slice of Fashion-MNIST
 // say: the images actually used, and a --workers too large for them.
@@ -13,4 +23,92 @@ func TestTrainMessages(t *testing.T) {
 		{"too many workers", append(short, "--workers", "4", "--train-images", "3"), exitUsage,
 			nil, []string{"flock train: --workers 4 share 3 training images: each worker needs at least one"}, false},
 	})
+}
+
+// TestWriteJSONLine checks the encoding of the --json records: as
+// encoding/json's, but with NaN and ±Inf as null, nested values included.
+func TestWriteJSONLine(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	for _, tt := range []struct {
+		v    any
+		want string
+	}{
+		{train.Record{Kind: "train", Step: 3, Loss: nan, LR: 0.5, Acc: 0.25, ImagesPerSec: inf, Comm: &train.CommStats{Sent: 7, Consensus: math.Inf(-1)}},
+			`{"kind":"train","step":3,"epoch":0,"lr":0.5,"loss":null,"acc":0.25,"img_per_s":null,"elapsed_s":0,"comm":{"bytes_sent":7,"bytes_received":0,"collectives":0,"blocked_s":0,"syncs":0,"setup_bytes":0,"eval_bytes":0,"dp_bytes":0,"consensus":null}}`},
+		{struct {
+			A *float64 `json:"a,omitempty"`
+			B float32  `json:"b"`
+			C []int    `json:"c"`
+			d int
+			E string `json:"-"`
+		}{&nan, 1e-7, []int{1}, 0, "x"}, `{"a":null,"b":1e-7,"c":[1]}`},
+	} {
+		var b bytes.Buffer
+		if err := writeJSONLine(&b, tt.v); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.String(); got != tt.want+"\n" {
+			t.Errorf("got  %s\nwant %s", got, tt.want)
+		}
+		if tt.want != "" {
+			var m map[string]any
+			if err := json.Unmarshal(b.Bytes(), &m); err != nil {
+				t.Errorf("%s: %v", b.String(), err)
+			}
+		}
+	}
+}
+
+// fullWriter fails every write, as /dev/full does.
+type fullWriter struct{}
+
+func (fullWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
+
+// TestTrainFaults checks short runs that must fail: a diverged run (unless
+// --diverged-steps 0 lets it go on, its NaN losses written as null) and a
+// run whose output cannot be written.
+func TestTrainFaults(t *testing.T) {
+	needData(t)
+	short := []string{"train", "--workers", "1", "--model", "mlp", "--epochs", "1", "--train-images", "2000", "--batch-size", "100", "--log-every", "5", "--eval-every", "0"}
+	var stdout, stderr bytes.Buffer
+	if code := run(append(short, "--lr", "1e6", "--json", "--diverged-steps", "0"), &stdout, &stderr); code != exitOK {
+		t.Fatalf("diverged run kept going: exit status %d: %s", code, stderr.String())
+	}
+	nulls := 0
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	for _, line := range lines {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("line %q is not JSON: %v", line, err)
+		}
+		if v, ok := rec["loss"]; ok && v == nil {
+			nulls++
+		}
+	}
+	if len(lines) != 6 || nulls == 0 || !strings.Contains(lines[5], `"kind":"summary"`) {
+		t.Errorf("%d records, %d with a null loss, want 4 training records, an evaluation, some null, and a summary:\n%s", len(lines), nulls, stdout.String())
+	}
+
+	runCLICases(t, []cliCase{
+		{"diverged", append(short, "--lr", "1e6", "--diverged-steps", "3"), exitFailure,
+			nil, []string{"flock train: train: step ", "the training loss diverged", "for 3 steps in a row"}, true},
+		{"negative diverged steps", append(short, "--diverged-steps", "-1"), exitUsage,
+			nil, []string{"diverged-steps -1: want ≥ 0"}, false},
+	})
+
+	for _, json := range []bool{false, true} {
+		ckpt := filepath.Join(t.TempDir(), "run.safetensors")
+		args := append(short, "--checkpoint", ckpt)
+		if json {
+			args = append(args, "--json")
+		}
+		stderr.Reset()
+		if code := run(args, fullWriter{}, &stderr); code != exitFailure {
+			t.Errorf("json %v: exit status %d with a full stdout, want %d (stderr %q)", json, code, exitFailure, stderr.String())
+		}
+		want := "flock train: write output: no space left on device; stopped after step "
+		if !strings.Contains(stderr.String(), want) || !strings.Contains(stderr.String(), "checkpoint written to "+ckpt) {
+			t.Errorf("json %v: stderr %q, want %q and the checkpoint", json, stderr.String(), want)
+		}
+	}
 }
