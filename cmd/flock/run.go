@@ -49,9 +49,12 @@ several nodes, set the same FLOCK_JOB_TOKEN on every node (e.g. the output
 of 'openssl rand -hex 32') and give every node the same --master.
 
 Every line the ranks write is prefixed with "[rank] ". SIGINT and SIGTERM
-are forwarded to the ranks. When a rank exits with a non-zero status, the
-others get SIGTERM, then SIGKILL after the grace period, and flock run exits
-with that rank's status (128+N when signal N ended it).
+are forwarded to the ranks (flock train's ranks then save their checkpoint
+and stop), and SIGKILL follows after the grace period. When a rank exits
+with a non-zero status, the others get SIGTERM, then SIGKILL after the grace
+period, and flock run exits with that rank's status (128+N when signal N
+ended it). When flock run itself is killed, its ranks get SIGTERM (Linux,
+FreeBSD; elsewhere flock train notices that its parent is gone).
 
 Examples:
   flock run --nproc 4 -- flock train --model cnn

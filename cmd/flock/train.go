@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -66,7 +67,7 @@ func trainFlags(cfg *train.Config, o *trainOptions) *flag.FlagSet {
 	fs.IntVar(&cfg.EvalEvery, "eval-every", cfg.EvalEvery, "evaluate on the test set every `N` epochs (the last epoch always; 0: only the last)")
 	fs.IntVar(&cfg.LogEvery, "log-every", cfg.LogEvery, "log the training loss every `N` steps (0: once per epoch)")
 	fs.BoolVar(&o.json, "json", o.json, "write JSON Lines records to stdout instead of the human output")
-	fs.StringVar(&o.checkpoint, "checkpoint", o.checkpoint, "write a checkpoint to `PATH` at the end of each epoch and on interrupt (Ctrl-C)")
+	fs.StringVar(&o.checkpoint, "checkpoint", o.checkpoint, "write a checkpoint to `PATH` at the end of each epoch and on interrupt (Ctrl-C, SIGTERM)")
 	fs.StringVar(&o.resume, "resume", o.resume, "resume the run saved in the checkpoint at `PATH`; its settings apply unless given as flags")
 	fs.StringVar(&o.data, "data", o.data, "`DIR` holding the Fashion-MNIST files (default: $FLOCK_DATA/fashion-mnist, the user cache, "+dataset.DebianFashionMNISTDir+"), or a .beton file of training images (fields image and label; see flock convert)")
 	fs.StringVar(&o.testData, "test-data", o.testData, "`PATH` of a .beton file of test images, with --data TRAIN.beton (default: no test set)")
@@ -166,8 +167,8 @@ Worker 0 alone evaluates and reports; its training loss and accuracy are
 those of its shard, and images/s counts every worker. Under local and
 diloco every worker writes its own checkpoint file (their models differ
 mid-round) and --checkpoint PATH names the set's manifest; these sets are
-written at the end of each epoch, at --stop-after, and on Ctrl-C, which
-stops every worker at the next synchronization.
+written at the end of each epoch, at --stop-after, and on Ctrl-C or SIGTERM,
+which stop every worker at the next synchronization.
 
 Flags:
 `)
@@ -272,13 +273,20 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 		runtime.GOMAXPROCS(o.threads)
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// SIGTERM, which flock run forwards and batch schedulers send before
+	// killing, stops the run as Ctrl-C does: with a checkpoint.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {
-		// A second Ctrl-C kills the process at once.
+		// A second signal kills the process at once.
 		<-ctx.Done()
 		stop()
 	}()
+	if launched {
+		var cancel context.CancelFunc
+		ctx, cancel = stopWithParent(ctx, commandLogger(stderr, "flock train"))
+		defer cancel()
+	}
 
 	var progress io.Writer
 	if !o.json && (!launched || env.Rank == 0) {
