@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -184,26 +183,7 @@ func TestInterrupt(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			ckpt := filepath.Join(dir, "run.safetensors")
-			cmd := exec.Command(bin, append(tt.args, "--checkpoint", ckpt)...)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan struct{})
-			defer close(done)
-			go func() {
-				select {
-				case <-done:
-				case <-time.After(60 * time.Second):
-					cmd.Process.Kill()
-				}
-			}()
-			sc := bufio.NewScanner(out)
+			cmd, sc, stderr := startFlock(t, append(tt.args, "--checkpoint", ckpt)...)
 			if !sc.Scan() {
 				t.Fatalf("no record; stderr %q", stderr.String())
 			}
@@ -212,7 +192,7 @@ func TestInterrupt(t *testing.T) {
 			}
 			for sc.Scan() {
 			}
-			err = cmd.Wait()
+			err := cmd.Wait()
 			var exit *exec.ExitError
 			if !errors.As(err, &exit) || exit.ExitCode() != exitInterrupted {
 				t.Fatalf("exit %v, want status %d; stderr %q", err, exitInterrupted, stderr.String())

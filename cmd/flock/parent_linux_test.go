@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,19 +15,7 @@ func TestRunKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds flock; skipped in -short mode")
 	}
-	bin := flockBinary(t)
-	cmd := exec.Command(bin, "run", "--nproc", "1", "--", "sh", "-c", `echo $$; exec sleep 60`)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	sc := bufio.NewScanner(out)
+	cmd, sc, stderr := startFlock(t, "run", "--nproc", "1", "--", "sh", "-c", `echo $$; exec sleep 60`)
 	if !sc.Scan() {
 		t.Fatalf("no output; stderr %q", stderr.String())
 	}
