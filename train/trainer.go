@@ -26,8 +26,12 @@ type Options struct {
 	// OnProgress is called after every step.
 	OnProgress func(Progress)
 	// CheckpointPath, when set, receives a checkpoint at the end of every
-	// epoch and when Run is interrupted.
+	// epoch and when Run is interrupted. New checks that its directory
+	// exists and is writable.
 	CheckpointPath string
+	// CheckpointEvery, when > 0, also checkpoints to CheckpointPath after
+	// every CheckpointEvery-th step of the run.
+	CheckpointEvery int
 	// Rank and World shard the training set over the workers of a
 	// data-parallel run (World 0 means 1); see dataset.Loader.
 	Rank, World int
@@ -104,6 +108,14 @@ func New(cfg Config, trainSet, testSet *dataset.Images, opts Options) (*Trainer,
 	}
 	if trainSet == nil {
 		return nil, errors.New("train: no training set")
+	}
+	if opts.CheckpointEvery < 0 {
+		return nil, fmt.Errorf("train: checkpoint every %d steps: want ≥ 0", opts.CheckpointEvery)
+	}
+	if opts.CheckpointPath != "" {
+		if err := checkCheckpointPath(opts.CheckpointPath); err != nil {
+			return nil, err
+		}
 	}
 	if testSet != nil && (testSet.C != trainSet.C || testSet.H != trainSet.H || testSet.W != trainSet.W || len(testSet.Classes) != len(trainSet.Classes)) {
 		return nil, fmt.Errorf("train: test images %d×%d×%d in %d classes differ from training images %d×%d×%d in %d classes",
@@ -264,6 +276,10 @@ func (t *Trainer) RunUntil(ctx context.Context, stop int) (Summary, error) {
 		}
 		if t.step%spe == 0 {
 			if err := t.endEpoch(t.step / spe); err != nil {
+				return t.Summary(), err
+			}
+		} else if p, n := t.opts.CheckpointPath, t.opts.CheckpointEvery; p != "" && n > 0 && t.step%n == 0 {
+			if err := t.SaveCheckpoint(p); err != nil {
 				return t.Summary(), err
 			}
 		}
