@@ -44,7 +44,8 @@ type trainOptions struct {
 	stopAfter  int
 	workers    int
 	// divergedSteps is Options.MaxNonFiniteSteps, 0 to keep going.
-	divergedSteps int
+	divergedSteps   int
+	checkpointEvery int
 }
 
 // trainFlags returns the flag set of flock train, bound to cfg and o. Flag
@@ -68,6 +69,7 @@ func trainFlags(cfg *train.Config, o *trainOptions) *flag.FlagSet {
 	fs.IntVar(&cfg.LogEvery, "log-every", cfg.LogEvery, "log the training loss every `N` steps (0: once per epoch)")
 	fs.BoolVar(&o.json, "json", o.json, "write JSON Lines records to stdout instead of the human output")
 	fs.StringVar(&o.checkpoint, "checkpoint", o.checkpoint, "write a checkpoint to `PATH` at the end of each epoch and on interrupt (Ctrl-C, SIGTERM)")
+	fs.IntVar(&o.checkpointEvery, "checkpoint-every", o.checkpointEvery, "also write the checkpoint every `STEPS` steps (0: only at epoch ends)")
 	fs.StringVar(&o.resume, "resume", o.resume, "resume the run saved in the checkpoint at `PATH`; its settings apply unless given as flags")
 	fs.StringVar(&o.data, "data", o.data, "`DIR` holding the Fashion-MNIST files (default: $FLOCK_DATA/fashion-mnist, the user cache, "+dataset.DebianFashionMNISTDir+"), or a .beton file of training images (fields image and label; see flock convert)")
 	fs.StringVar(&o.testData, "test-data", o.testData, "`PATH` of a .beton file of test images, with --data TRAIN.beton (default: no test set)")
@@ -125,7 +127,9 @@ NaN or infinite for --diverged-steps steps stops with an error.
 
 A checkpoint holds the model, the optimizer, the schedule's step, the random
 generator, the data position and the settings in one safetensors file; a
-run resumed from it continues exactly as if it had not stopped.
+run resumed from it continues exactly as if it had not stopped. It is
+written at the end of each epoch (and every --checkpoint-every steps), with
+a checksum of its tensors: a damaged or edited checkpoint is refused.
 
 Workers: --workers K (default 4) trains K workers in this process, each on
 its own shard of the data with --batch-size images per step, cooperating by
@@ -251,6 +255,12 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 	}
 	if o.workers < 1 {
 		return usageError(stderr, "workers %d: want ≥ 1", o.workers)
+	}
+	if o.checkpointEvery < 0 {
+		return usageError(stderr, "checkpoint-every %d: want ≥ 0", o.checkpointEvery)
+	}
+	if o.checkpointEvery > 0 && o.checkpoint == "" {
+		return usageError(stderr, "--checkpoint-every needs --checkpoint PATH")
 	}
 	if o.divergedSteps < 0 {
 		return usageError(stderr, "diverged-steps %d: want ≥ 0", o.divergedSteps)
@@ -442,7 +452,7 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSe
 	for i := range ws {
 		w := &worker{}
 		ws[i] = w
-		opts := train.Options{MaxNonFiniteSteps: o.divergedSteps}
+		opts := train.Options{MaxNonFiniteSteps: o.divergedSteps, CheckpointEvery: o.checkpointEvery}
 		if o.divergedSteps == 0 {
 			opts.MaxNonFiniteSteps = -1
 		}

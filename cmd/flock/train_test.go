@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/flockml/flock/safetensors"
 	"github.com/flockml/flock/train"
 )
 
@@ -111,4 +112,41 @@ func TestTrainFaults(t *testing.T) {
 			t.Errorf("json %v: stderr %q, want %q and the checkpoint", json, stderr.String(), want)
 		}
 	}
+}
+
+// TestTrainCheckpointFaults checks the checkpoint paths and files flock
+// train refuses, each before training: a directory that does not exist, a
+// --checkpoint-every without a checkpoint, and a checkpoint whose stored
+// settings are bad, which is the file's fault, not the command line's.
+func TestTrainCheckpointFaults(t *testing.T) {
+	needData(t)
+	dir := t.TempDir()
+	short := []string{"train", "--workers", "1", "--model", "mlp", "--epochs", "1", "--train-images", "1000", "--batch-size", "100", "--eval-every", "0"}
+	ckpt := filepath.Join(dir, "run.safetensors")
+	var stdout, stderr bytes.Buffer
+	if code := run(append(short, "--checkpoint", ckpt, "--checkpoint-every", "3", "--stop-after", "4"), &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit status %d: %s", code, stderr.String())
+	}
+	f, err := safetensors.Open(ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Metadata["step"] != "4" {
+		t.Errorf("checkpoint at step %s, want 4", f.Metadata["step"])
+	}
+	f.Metadata["config"] = strings.Replace(f.Metadata["config"], `"batch_size":100`, `"batch_size":-5`, 1)
+	bad := filepath.Join(dir, "bad.safetensors")
+	if err := safetensors.WriteFile(bad, f.Tensors, f.Metadata); err != nil {
+		t.Fatal(err)
+	}
+
+	missing := filepath.Join(dir, "no-such-dir", "run.safetensors")
+	runCLICases(t, []cliCase{
+		{"missing directory", append(short, "--checkpoint", missing), exitFailure,
+			nil, []string{"flock train: train: checkpoint " + missing + ": directory " + filepath.Dir(missing)}, false},
+		{"every without checkpoint", append(short, "--checkpoint-every", "5"), exitUsage,
+			nil, []string{"--checkpoint-every needs --checkpoint PATH"}, false},
+		{"bad stored value", []string{"train", "--resume", bad}, exitFailure,
+			nil, []string{"checkpoint " + bad + ": stored config: batch size -5: want > 0"}, false},
+	})
 }
