@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -85,6 +86,10 @@ type FashionMNISTOptions struct {
 	// Verify checks the SHA-256 of each file's decompressed IDX bytes
 	// against the canonical distribution's, whatever the file's compression.
 	Verify bool
+	// Logger receives a warning for each searched directory that holds
+	// some of the files but not all, and so is passed over (slog.Default()
+	// when nil).
+	Logger *slog.Logger
 }
 
 // FashionMNISTDirs returns the directories LoadFashionMNIST searches, in
@@ -125,7 +130,11 @@ func LoadFashionMNIST(ctx context.Context, opts FashionMNISTOptions) (train, tes
 	if opts.Dir == "" {
 		dirs = FashionMNISTDirs()
 	}
-	paths, found := locateFashionMNIST(dirs)
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	paths, found := locateFashionMNIST(dirs, log)
 	if !found {
 		if !opts.Download {
 			return nil, nil, fmt.Errorf("%w (looked in %s); %s", ErrNotFound, strings.Join(dirs, ", "), fashionMNISTHint(true, opts.Dir))
@@ -175,11 +184,20 @@ func fashionMNISTHint(download bool, target string) string {
 }
 
 // locateFashionMNIST returns the files of the first of dirs that holds all
-// four.
-func locateFashionMNIST(dirs []string) (paths [4]string, found bool) {
+// four, warning on log of each directory before it that holds only some.
+func locateFashionMNIST(dirs []string, log *slog.Logger) (paths [4]string, found bool) {
 	for _, d := range dirs {
 		if paths, found = findFashionMNIST(d); found {
 			return paths, true
+		}
+		var missing []string
+		for i, p := range paths {
+			if p == "" {
+				missing = append(missing, fashionMNISTFiles[i].name)
+			}
+		}
+		if len(missing) < len(paths) {
+			log.Warn("Fashion-MNIST: directory incomplete, passed over", "dir", d, "missing", strings.Join(missing, ", "))
 		}
 	}
 	return [4]string{}, false

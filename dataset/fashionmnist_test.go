@@ -1,11 +1,13 @@
 package dataset
 
 import (
+	"bytes"
 	"context"
 	"crypto/md5"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -152,15 +154,16 @@ func TestFashionMNISTLookupOrder(t *testing.T) {
 		cache     []string // files in the cache directory
 		wantDir   string   // "data", "cache", "debian" or "" for none
 		wantRaw   []int    // files expected without ".gz"
+		warnData  bool     // a warning names the incomplete $FLOCK_DATA directory
 	}{
 		{name: "FLOCK_DATA first", flockData: true, data: allGz, cache: allGz, wantDir: "data"},
-		{name: "incomplete FLOCK_DATA skipped", flockData: true, data: allGz[:3], cache: allGz, wantDir: "cache"},
+		{name: "incomplete FLOCK_DATA skipped", flockData: true, data: allGz[:3], cache: allGz, wantDir: "cache", warnData: true},
 		{name: "cache when FLOCK_DATA unset", data: allGz, cache: allGz, wantDir: "cache"},
 		{name: "raw preferred, mixed", flockData: true,
 			data:    append(slices.Clone(allGz), "t10k-images-idx3-ubyte", "train-labels-idx1-ubyte"),
 			wantDir: "data", wantRaw: []int{1, 2}},
-		{name: "directory is not a file", flockData: true, data: append(slices.Clone(allGz[1:]), "train-images-idx3-ubyte.gz/"), cache: allGz[1:], wantDir: "debian"},
-		{name: "Debian last", flockData: true, data: allGz[:1], cache: allGz[1:], wantDir: "debian"},
+		{name: "directory is not a file", flockData: true, data: append(slices.Clone(allGz[1:]), "train-images-idx3-ubyte.gz/"), cache: allGz[1:], wantDir: "debian", warnData: true},
+		{name: "Debian last", flockData: true, data: allGz[:1], cache: allGz[1:], wantDir: "debian", warnData: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -195,7 +198,14 @@ func TestFashionMNISTLookupOrder(t *testing.T) {
 				touch(t, data, n)
 			}
 			touch(t, cache, tt.cache...)
-			paths, found := locateFashionMNIST(dirs)
+			var log bytes.Buffer
+			paths, found := locateFashionMNIST(dirs, slog.New(slog.NewTextHandler(&log, nil)))
+			if warned := strings.Contains(log.String(), "dir="+data+" "); warned != tt.warnData {
+				t.Errorf("warning about %s: %v, want %v; log %q", data, warned, tt.warnData, log.String())
+			}
+			if tt.name == "incomplete FLOCK_DATA skipped" && !strings.Contains(log.String(), "t10k-labels-idx1-ubyte") {
+				t.Errorf("warning %q does not name the missing file", log.String())
+			}
 			wantDir := map[string]string{"data": data, "cache": cache, "debian": DebianFashionMNISTDir}[tt.wantDir]
 			if tt.wantDir == "debian" {
 				if _, all := findFashionMNIST(DebianFashionMNISTDir); !all {

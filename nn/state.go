@@ -118,13 +118,13 @@ func LoadStateDict(m Module, sd map[string]*tensor.Tensor, strict bool) error {
 
 	var problems []string
 	if strict && len(missing) > 0 {
-		problems = append(problems, "missing keys "+strings.Join(missing, ", "))
+		problems = append(problems, "missing keys "+firstFew(missing, ", "))
 	}
 	if strict && len(unexpected) > 0 {
-		problems = append(problems, "unexpected keys "+strings.Join(unexpected, ", "))
+		problems = append(problems, "unexpected keys "+firstFew(unexpected, ", "))
 	}
 	if len(mismatched) > 0 {
-		problems = append(problems, "shape mismatch: "+strings.Join(mismatched, "; "))
+		problems = append(problems, "shape mismatch: "+firstFew(mismatched, "; "))
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("nn: load state dict: %s", strings.Join(problems, "; "))
@@ -139,6 +139,16 @@ func LoadStateDict(m Module, sd map[string]*tensor.Tensor, strict bool) error {
 		}
 	}
 	return nil
+}
+
+// firstFew joins the first three of list with sep and counts the rest, so
+// that the error of a whole other model stays one readable line.
+func firstFew(list []string, sep string) string {
+	const few = 3
+	if len(list) <= few {
+		return strings.Join(list, sep)
+	}
+	return fmt.Sprintf("%s%s… (%d more)", strings.Join(list[:few], sep), sep, len(list)-few)
 }
 
 // sameView reports whether a and b are the same elements of one storage, as

@@ -178,6 +178,11 @@ func TestLoadStateDictErrors(t *testing.T) {
 			[]string{`missing keys "0.running_var", "1.bias"`}},
 		{"missing lenient", func(sd map[string]*tensor.Tensor) { del(sd, "1.bias") }, false, nil},
 		{"missing num_batches_tracked strict", func(sd map[string]*tensor.Tensor) { del(sd, "0.num_batches_tracked") }, true, nil},
+		{"many missing", func(sd map[string]*tensor.Tensor) {
+			for k := range sd {
+				del(sd, k)
+			}
+		}, true, []string{`missing keys "0.weight", "0.bias", "0.running_mean", … (`, " more)"}},
 		{"unexpected strict", func(sd map[string]*tensor.Tensor) {
 			sd["1.extra"] = tensor.Zeros(tensor.Shape{2})
 			sd["0.alpha"] = tensor.Zeros(tensor.Shape{2})

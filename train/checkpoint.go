@@ -2,11 +2,18 @@ package train
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"hash/crc32"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/flockml/flock/internal/atomicfile"
 	"github.com/flockml/flock/nn"
 	"github.com/flockml/flock/safetensors"
 	"github.com/flockml/flock/tensor"
@@ -19,14 +26,32 @@ import (
 //	strategy.<key>   a Stateful strategy's tensors
 //
 // and string metadata: the format and version, the run's Config as JSON,
-// the step and data position (epoch, batch), the run's random generator
-// (seed, offset), the optimizer's and strategy's scalars under "optim." and
-// "strategy.", the metric accumulators (so that the records after a resume
-// equal those of an uninterrupted run) and the elapsed wall time.
+// the step and data position (epoch, batch), the number of workers, the
+// run's random generator (seed, offset), the optimizer's and strategy's
+// scalars under "optim." and "strategy.", the metric accumulators (so that
+// the records after a resume equal those of an uninterrupted run), the
+// elapsed wall time, the names of the tensors ("tensors", a JSON list) and
+// a checksum of the tensors ("checksum", see checksum), checked on load so
+// that a damaged file is refused instead of trained from.
+//
+// Version 2 added the tensor list, the checksum and the number of workers.
 const (
 	checkpointFormat  = "flock-train-checkpoint"
-	checkpointVersion = "1"
+	checkpointVersion = "2"
 )
+
+// checksum returns the CRC-32C (Castagnoli) of the tensors taken in name
+// order, each as its name, type, shape and bytes: every byte of a
+// checkpoint's data region and the header entries that describe it.
+func checksum(ts map[string]safetensors.Tensor) string {
+	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	for _, name := range slices.Sorted(maps.Keys(ts)) {
+		t := ts[name]
+		fmt.Fprintf(h, "%s\x00%s%v\x00", name, t.DType, t.Shape)
+		h.Write(t.Data)
+	}
+	return fmt.Sprintf("crc32c:%08x", h.Sum32())
+}
 
 // SaveCheckpoint writes everything needed to resume the run exactly to path,
 // atomically: a crash or error leaves the previous file at path intact.
@@ -37,11 +62,40 @@ const (
 // naming the files, atomically, and then each rank removes the file of
 // the set before. The manifest is the set's commit point: until it is
 // renamed into place, path names the previous complete set.
+//
+// Temporary files that earlier writes to path left behind, killed before
+// they could remove them, are removed (for a set, with any files of this
+// rank that no manifest names once the new set is in place).
 func (t *Trainer) SaveCheckpoint(path string) error {
 	if t.opts.CheckpointComm != nil {
 		return t.saveCheckpointSet(path)
 	}
+	// Best effort: a temporary file that cannot be removed does not stop
+	// the checkpoint.
+	atomicfile.RemoveTemps(path)
 	return t.writeCheckpoint(path)
+}
+
+// checkCheckpointPath reports a checkpoint path whose directory is missing
+// or not writable, before a run spends an epoch to find out.
+func checkCheckpointPath(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("train: checkpoint %s: is a directory", path)
+	}
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	if err == nil && !fi.IsDir() {
+		err = errors.New("not a directory")
+	}
+	if err != nil {
+		return fmt.Errorf("train: checkpoint %s: directory %s: %w", path, dir, err)
+	}
+	probe, err := os.CreateTemp(dir, "."+filepath.Base(path)+".probe*")
+	if err != nil {
+		return fmt.Errorf("train: checkpoint %s: directory %s is not writable: %w", path, dir, err)
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
 }
 
 // writeCheckpoint writes this worker's checkpoint file.
@@ -73,6 +127,10 @@ func (t *Trainer) writeCheckpoint(path string) error {
 	if err != nil {
 		return fmt.Errorf("train: save checkpoint %s: %w", path, err)
 	}
+	names, err := json.Marshal(slices.Sorted(maps.Keys(raw)))
+	if err != nil {
+		return fmt.Errorf("train: save checkpoint %s: %w", path, err)
+	}
 	pos := t.Position()
 	seed, offset := t.gen.State()
 	addMeta("", map[string]string{
@@ -83,12 +141,15 @@ func (t *Trainer) writeCheckpoint(path string) error {
 		"epoch":           strconv.Itoa(pos.Epoch),
 		"batch":           strconv.Itoa(pos.Batch),
 		"steps_per_epoch": strconv.Itoa(t.StepsPerEpoch()),
+		"world":           strconv.Itoa(max(t.opts.World, 1)),
 		"rng.seed":        strconv.FormatUint(seed, 10),
 		"rng.offset":      strconv.FormatUint(offset, 10),
 		"elapsed_ns":      strconv.FormatInt(int64(t.Elapsed()), 10),
 		"evaluated":       strconv.FormatBool(t.evaluated),
 		"test.loss":       strconv.FormatFloat(t.testLoss, 'g', -1, 64),
 		"test.acc":        strconv.FormatFloat(t.testAcc, 'g', -1, 64),
+		"tensors":         string(names),
+		"checksum":        checksum(raw),
 	})
 	t.interval.encode(meta, "metrics.interval")
 	t.epoch.encode(meta, "metrics.epoch")
@@ -120,8 +181,13 @@ func checkpointConfig(path string, meta map[string]string) (Config, error) {
 		return Config{}, fmt.Errorf("train: checkpoint %s has version %q; this flock reads version %s", path, meta["version"], checkpointVersion)
 	}
 	var cfg Config
-	if err := json.Unmarshal([]byte(meta["config"]), &cfg); err != nil {
+	dec := json.NewDecoder(strings.NewReader(meta["config"]))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
 		return Config{}, fmt.Errorf("train: checkpoint %s: config: %w", path, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, fmt.Errorf("train: checkpoint %s: stored %s", path, strings.TrimPrefix(err.Error(), "train: "))
 	}
 	return cfg, nil
 }
@@ -150,6 +216,18 @@ func (t *Trainer) LoadCheckpoint(path string) error {
 	fail := func(format string, a ...any) error {
 		return fmt.Errorf("train: load checkpoint %s: "+format, append([]any{path}, a...)...)
 	}
+	var listed []string
+	if err := json.Unmarshal([]byte(meta["tensors"]), &listed); err != nil {
+		return fail("metadata tensors: %v", err)
+	}
+	for _, name := range listed {
+		if _, ok := f.Tensors[name]; !ok {
+			return fail("tensor %q, which its metadata lists, is missing (an optimizer buffer left out would restart from zero)", name)
+		}
+	}
+	if sum := checksum(f.Tensors); meta["checksum"] != sum {
+		return fail("checksum %s, but its tensors give %s: the file is damaged", meta["checksum"], sum)
+	}
 
 	ints := map[string]int{}
 	for _, k := range []string{"step", "epoch", "batch", "steps_per_epoch"} {
@@ -160,6 +238,16 @@ func (t *Trainer) LoadCheckpoint(path string) error {
 		ints[k] = v
 	}
 	step, spe := ints["step"], t.StepsPerEpoch()
+	if w, ok := meta["world"]; ok {
+		world, err := strconv.Atoi(w)
+		if err != nil || world < 1 {
+			return fail("metadata world %q: want an integer ≥ 1", w)
+		}
+		if world != max(t.opts.World, 1) {
+			return fail("it was written by a run of %d workers, this run has %d (resume with %d workers: each worker's share of the data sets the steps per epoch)",
+				world, max(t.opts.World, 1), world)
+		}
+	}
 	if saved.BatchSize != t.cfg.BatchSize || ints["steps_per_epoch"] != spe {
 		return fail("it was written with batch size %d and %d steps per epoch, this run has batch size %d and %d steps per epoch (another batch size or data set)",
 			saved.BatchSize, ints["steps_per_epoch"], t.cfg.BatchSize, spe)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/flockml/flock/backend/cpu"
 	"github.com/flockml/flock/dist"
@@ -117,7 +118,44 @@ func (t *Trainer) saveCheckpointSet(path string) error {
 		os.Remove(t.setFile)
 	}
 	t.setFile = file
+	removeStaleSetFiles(path, c.Rank(), file)
 	return nil
+}
+
+// removeStaleSetFiles removes, best effort, what killed saves of the set
+// at path left of rank's files: temporary files, and complete files that
+// no manifest names because the save stopped before its commit. keep is
+// the rank's file of the set now in place. Rank 0 also removes the
+// manifest's temporary files.
+func removeStaleSetFiles(path string, rank int, keep string) {
+	if rank == 0 {
+		atomicfile.RemoveTemps(path)
+	}
+	dir, base := filepath.Split(path)
+	entries, err := os.ReadDir(filepath.Clean(dir))
+	if err != nil {
+		return
+	}
+	digits := func(s string) bool { return s != "" && strings.Trim(s, "0123456789") == "" }
+	suffix := fmt.Sprintf(".rank%d", rank)
+	for _, e := range entries {
+		name := e.Name()
+		hidden := strings.HasPrefix(name, ".")
+		rest, ok := strings.CutPrefix(strings.TrimPrefix(name, "."), base+".step")
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		step, rest, ok := strings.Cut(rest, ".")
+		if !ok || !digits(step) {
+			continue
+		}
+		// rankR (a file of the set) or rankR.tmpDIGITS (its temporary file).
+		tail, isRank := strings.CutPrefix("."+rest, suffix)
+		stale := isRank && (!hidden && tail == "" || hidden && strings.HasPrefix(tail, ".tmp") && digits(tail[len(".tmp"):]))
+		if p := filepath.Join(dir, name); stale && p != keep {
+			os.Remove(p)
+		}
+	}
 }
 
 // agree tells every rank whether all of them succeeded: it returns err

@@ -350,12 +350,18 @@ func (c Config) optimizer(params []nn.NamedParameter) optim.Optimizer {
 // into batches, the last one possibly smaller): what Trainer.StepsPerEpoch
 // will say, known before the Trainer exists.
 func (c Config) StepsPerEpoch(n, world int) int {
-	if c.TrainImages > 0 && c.TrainImages < n {
-		n = c.TrainImages
-	}
-	per := n / max(world, 1)
+	per := c.TrainImagesOf(n) / max(world, 1)
 	if c.BatchSize <= 0 {
 		return 0
 	}
 	return (per + c.BatchSize - 1) / c.BatchSize
+}
+
+// TrainImagesOf returns the number of images a run of c trains on, of a
+// training set of n: the first TrainImages when that is set and smaller.
+func (c Config) TrainImagesOf(n int) int {
+	if c.TrainImages > 0 && c.TrainImages < n {
+		return c.TrainImages
+	}
+	return n
 }

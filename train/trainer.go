@@ -26,8 +26,12 @@ type Options struct {
 	// OnProgress is called after every step.
 	OnProgress func(Progress)
 	// CheckpointPath, when set, receives a checkpoint at the end of every
-	// epoch and when Run is interrupted.
+	// epoch and when Run is interrupted. New checks that its directory
+	// exists and is writable.
 	CheckpointPath string
+	// CheckpointEvery, when > 0, also checkpoints to CheckpointPath after
+	// every CheckpointEvery-th step of the run.
+	CheckpointEvery int
 	// Rank and World shard the training set over the workers of a
 	// data-parallel run (World 0 means 1); see dataset.Loader.
 	Rank, World int
@@ -41,7 +45,19 @@ type Options struct {
 	// them, at CheckpointPath; see SaveCheckpoint. Every rank then needs
 	// CheckpointPath.
 	CheckpointComm dist.Comm
+	// MaxNonFiniteSteps stops a diverged run: once the training loss has
+	// been NaN or infinite for this many consecutive steps, the run fails
+	// with an error wrapping ErrDiverged. 0 means DefaultMaxNonFiniteSteps;
+	// a negative value lets the run go on whatever its loss.
+	MaxNonFiniteSteps int
 }
+
+// DefaultMaxNonFiniteSteps is Options.MaxNonFiniteSteps when it is 0.
+const DefaultMaxNonFiniteSteps = 10
+
+// ErrDiverged is the cause of a run stopped because its training loss was
+// no longer finite; see Options.MaxNonFiniteSteps.
+var ErrDiverged = errors.New("the training loss diverged")
 
 // ErrPeerInterrupted is the cause of a run that a StopCoordinator stopped
 // because another worker was interrupted.
@@ -77,6 +93,9 @@ type Trainer struct {
 	// setFile is this rank's file of the last checkpoint set written or
 	// loaded, removed when the next set is in place.
 	setFile string
+	// nonFinite counts the consecutive steps, up to the last, whose
+	// training loss was NaN or infinite.
+	nonFinite int
 }
 
 // New builds the model, optimizer, schedule and data loaders that cfg
@@ -89,6 +108,14 @@ func New(cfg Config, trainSet, testSet *dataset.Images, opts Options) (*Trainer,
 	}
 	if trainSet == nil {
 		return nil, errors.New("train: no training set")
+	}
+	if opts.CheckpointEvery < 0 {
+		return nil, fmt.Errorf("train: checkpoint every %d steps: want ≥ 0", opts.CheckpointEvery)
+	}
+	if opts.CheckpointPath != "" {
+		if err := checkCheckpointPath(opts.CheckpointPath); err != nil {
+			return nil, err
+		}
 	}
 	if testSet != nil && (testSet.C != trainSet.C || testSet.H != trainSet.H || testSet.W != trainSet.W || len(testSet.Classes) != len(trainSet.Classes)) {
 		return nil, fmt.Errorf("train: test images %d×%d×%d in %d classes differ from training images %d×%d×%d in %d classes",
@@ -104,6 +131,9 @@ func New(cfg Config, trainSet, testSet *dataset.Images, opts Options) (*Trainer,
 		return nil, fmt.Errorf("train: %w", err)
 	}
 	if data.BatchesPerEpoch() == 0 {
+		if opts.World > 1 {
+			return nil, fmt.Errorf("train: %d training images shared by %d workers leave none to worker %d", trainSet.N, opts.World, opts.Rank)
+		}
 		return nil, fmt.Errorf("train: the training set gives no batch (%d images)", data.Len())
 	}
 	var test *dataset.Loader
@@ -250,6 +280,10 @@ func (t *Trainer) RunUntil(ctx context.Context, stop int) (Summary, error) {
 			if err := t.endEpoch(t.step / spe); err != nil {
 				return t.Summary(), err
 			}
+		} else if p, n := t.opts.CheckpointPath, t.opts.CheckpointEvery; p != "" && n > 0 && t.step%n == 0 {
+			if err := t.SaveCheckpoint(p); err != nil {
+				return t.Summary(), err
+			}
 		}
 		if t.sc.stop && t.step < t.TotalSteps() {
 			return t.Summary(), interrupted()
@@ -322,6 +356,9 @@ func (t *Trainer) trainStep() error {
 	if t.cfg.LogEvery > 0 && t.step%t.cfg.LogEvery == 0 {
 		t.logTrain()
 	}
+	if err := t.checkFinite(lossVal); err != nil {
+		return err
+	}
 	if f := t.opts.OnProgress; f != nil {
 		loss, _ := t.interval.mean()
 		spe := t.StepsPerEpoch()
@@ -334,6 +371,24 @@ func (t *Trainer) trainStep() error {
 		})
 	}
 	return nil
+}
+
+// checkFinite counts the steps in a row whose training loss was not
+// finite and fails the run when they reach Options.MaxNonFiniteSteps.
+func (t *Trainer) checkFinite(loss float64) error {
+	if !math.IsNaN(loss) && !math.IsInf(loss, 0) {
+		t.nonFinite = 0
+		return nil
+	}
+	t.nonFinite++
+	limit := t.opts.MaxNonFiniteSteps
+	if limit == 0 {
+		limit = DefaultMaxNonFiniteSteps
+	}
+	if limit < 0 || t.nonFinite < limit {
+		return nil
+	}
+	return fmt.Errorf("train: step %d: %w: the training loss has been %v for %d steps in a row (a smaller learning rate?)", t.step, ErrDiverged, loss, t.nonFinite)
 }
 
 // countCorrect returns the number of rows of logits [N, C] whose largest

@@ -339,27 +339,37 @@ func TestCheckpointAtomic(t *testing.T) {
 	}
 }
 
+// checkpointAt trains tinyConfig on data for steps steps and saves a
+// checkpoint at path; the trainer is closed when the test ends.
+func checkpointAt(t *testing.T, data *dataset.Images, opts train.Options, steps int, path string) *train.Trainer {
+	t.Helper()
+	tr, err := train.New(tinyConfig(), data, nil, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.Close)
+	if _, err := tr.RunUntil(context.Background(), steps); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.SaveCheckpoint(path); err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
 // TestLoadCheckpointMismatch loads checkpoints into runs they do not fit and
 // checks for an error naming the problem, with the model left unchanged.
 func TestLoadCheckpointMismatch(t *testing.T) {
 	dir := t.TempDir()
 	three, four := synthetic(96, 3, 1), synthetic(96, 4, 1)
 	mlpPath := filepath.Join(dir, "mlp.safetensors")
-	src, err := train.New(tinyConfig(), three, nil, train.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := src.RunUntil(context.Background(), 2); err != nil {
-		t.Fatal(err)
-	}
-	if err := src.SaveCheckpoint(mlpPath); err != nil {
-		t.Fatal(err)
-	}
+	src := checkpointAt(t, three, train.Options{}, 2, mlpPath)
 	plainPath := filepath.Join(dir, "weights.safetensors")
 	if err := nn.Save(plainPath, src.Model()); err != nil {
 		t.Fatal(err)
 	}
-	src.Close()
+	twoPath := filepath.Join(dir, "two-workers.safetensors")
+	checkpointAt(t, three, train.Options{World: 2}, 2, twoPath)
 
 	cnn := tinyConfig()
 	cnn.Model = "cnn"
@@ -375,6 +385,7 @@ func TestLoadCheckpointMismatch(t *testing.T) {
 		{"other model", cnn, three, mlpPath, []string{`"mlp" model`, `"cnn"`, "missing keys", "unexpected keys"}},
 		{"other number of classes", tinyConfig(), four, mlpPath, []string{"does not match", "shape mismatch", "[3 256]", "[4 256]"}},
 		{"other batch size", bigBatch, three, mlpPath, []string{"batch size 16 and 6 steps per epoch", "batch size 32 and 3 steps per epoch"}},
+		{"other number of workers", tinyConfig(), three, twoPath, []string{"written by a run of 2 workers, this run has 1"}},
 		{"not a training checkpoint", tinyConfig(), three, plainPath, []string{"not a flock training checkpoint"}},
 		{"no file", tinyConfig(), three, filepath.Join(dir, "none.safetensors"), []string{"no such file"}},
 	}
@@ -666,5 +677,44 @@ func TestTrainImages(t *testing.T) {
 			t.Errorf("TrainImages %d: %d steps per epoch, want %d", c.images, got, c.steps)
 		}
 		tr.Close()
+	}
+}
+
+// TestDiverged runs with a learning rate that makes the loss NaN after the
+// first step:
+// by default the run stops with ErrDiverged after
+// DefaultMaxNonFiniteSteps such steps; with a negative limit it goes on to
+// the end, its records holding the non-finite losses.
+func TestDiverged(t *testing.T) {
+	cfg := tinyConfig()
+	cfg.LR, cfg.WarmupEpochs = 1e30, 0
+	for _, tt := range []struct {
+		name  string
+		limit int
+		steps int // steps taken: the first loss, before any update, is finite; 18 is the whole run
+	}{
+		{"default", 0, 1 + train.DefaultMaxNonFiniteSteps},
+		{"three", 3, 4},
+		{"keep going", -1, 18},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var rec recorder
+			tr, err := train.New(cfg, synthetic(96, 3, 1), nil, train.Options{MaxNonFiniteSteps: tt.limit, OnRecord: rec.add})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Close()
+			_, err = tr.Run(context.Background())
+			if tt.limit >= 0 && !errors.Is(err, train.ErrDiverged) || tt.limit < 0 && err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			if tr.Step() != tt.steps {
+				t.Errorf("stopped after %d steps, want %d", tr.Step(), tt.steps)
+			}
+			last := rec.recs[len(rec.recs)-1]
+			if !math.IsNaN(last.Loss) && !math.IsInf(last.Loss, 0) {
+				t.Errorf("last record's loss %v, want NaN or ±Inf", last.Loss)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"os"
 	"os/exec"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // builtFlock holds the flock binary that tests running it as a program
@@ -57,4 +59,27 @@ func runJSONLines(t *testing.T, args ...string) [][]byte {
 		t.Fatalf("flock %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 	}
 	return bytes.Split(bytes.TrimSpace(out), []byte("\n"))
+}
+
+// startFlock starts the built flock with args and returns it, a scanner of
+// its standard output and the buffer collecting its standard error. The
+// process is killed if it still runs a minute later or when the test ends.
+func startFlock(t *testing.T, args ...string) (*exec.Cmd, *bufio.Scanner, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(flockBinary(t), args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
+	t.Cleanup(func() {
+		timer.Stop()
+		cmd.Process.Kill()
+	})
+	return cmd, bufio.NewScanner(out), &stderr
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -161,8 +160,8 @@ func TestTrainJSON(t *testing.T) {
 	}
 }
 
-// TestInterrupt runs the built command, sends it SIGINT after its first
-// record and checks that it writes a checkpoint and exits with status 130:
+// TestInterrupt runs the built command, sends it SIGINT or SIGTERM after
+// its first record and checks that it writes a checkpoint and exits with status 130:
 // one worker at once; Local SGD's workers together at their next
 // synchronization, as a checkpoint set; and the same over 2 processes
 // under flock run, which forwards the signal to its ranks.
@@ -174,43 +173,27 @@ func TestInterrupt(t *testing.T) {
 		name string
 		args []string
 		set  bool
+		sig  syscall.Signal
 	}{
-		{"one worker", append([]string{"train", "--workers", "1"}, mlp...), false},
-		{"local SGD", append([]string{"train", "--workers", "2", "--sync", "constant", "--h", "20"}, mlp...), true},
-		{"local SGD over processes", append([]string{"run", "--nproc", "2", "--", bin, "train", "--sync", "constant", "--h", "20"}, mlp...), true},
+		{"one worker", append([]string{"train", "--workers", "1"}, mlp...), false, syscall.SIGINT},
+		{"one worker, SIGTERM", append([]string{"train", "--workers", "1"}, mlp...), false, syscall.SIGTERM},
+		{"local SGD", append([]string{"train", "--workers", "2", "--sync", "constant", "--h", "20"}, mlp...), true, syscall.SIGINT},
+		{"local SGD over processes", append([]string{"run", "--nproc", "2", "--", bin, "train", "--sync", "constant", "--h", "20"}, mlp...), true, syscall.SIGINT},
+		{"local SGD over processes, SIGTERM", append([]string{"run", "--nproc", "2", "--", bin, "train", "--sync", "constant", "--h", "20"}, mlp...), true, syscall.SIGTERM},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			ckpt := filepath.Join(dir, "run.safetensors")
-			cmd := exec.Command(bin, append(tt.args, "--checkpoint", ckpt)...)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan struct{})
-			defer close(done)
-			go func() {
-				select {
-				case <-done:
-				case <-time.After(60 * time.Second):
-					cmd.Process.Kill()
-				}
-			}()
-			sc := bufio.NewScanner(out)
+			cmd, sc, stderr := startFlock(t, append(tt.args, "--checkpoint", ckpt)...)
 			if !sc.Scan() {
 				t.Fatalf("no record; stderr %q", stderr.String())
 			}
-			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+			if err := cmd.Process.Signal(tt.sig); err != nil {
 				t.Fatal(err)
 			}
 			for sc.Scan() {
 			}
-			err = cmd.Wait()
+			err := cmd.Wait()
 			var exit *exec.ExitError
 			if !errors.As(err, &exit) || exit.ExitCode() != exitInterrupted {
 				t.Fatalf("exit %v, want status %d; stderr %q", err, exitInterrupted, stderr.String())

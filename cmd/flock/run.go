@@ -49,9 +49,12 @@ several nodes, set the same FLOCK_JOB_TOKEN on every node (e.g. the output
 of 'openssl rand -hex 32') and give every node the same --master.
 
 Every line the ranks write is prefixed with "[rank] ". SIGINT and SIGTERM
-are forwarded to the ranks. When a rank exits with a non-zero status, the
-others get SIGTERM, then SIGKILL after the grace period, and flock run exits
-with that rank's status (128+N when signal N ended it).
+are forwarded to the ranks (flock train's ranks then save their checkpoint
+and stop), and SIGKILL follows after the grace period. When a rank exits
+with a non-zero status, the others get SIGTERM, then SIGKILL after the grace
+period, and flock run exits with that rank's status (128+N when signal N
+ended it). When flock run itself is killed, its ranks get SIGTERM (Linux,
+FreeBSD; elsewhere flock train notices that its parent is gone).
 
 Examples:
   flock run --nproc 4 -- flock train --model cnn
@@ -116,17 +119,7 @@ func runLaunch(args []string, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{
-		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-			if a.Key == slog.TimeKey && len(groups) == 0 {
-				return slog.Attr{}
-			}
-			if a.Key == slog.MessageKey {
-				a.Value = slog.StringValue("flock run: " + a.Value.String())
-			}
-			return a
-		},
-	}))
+	log := commandLogger(stderr, "flock run")
 	code, err := launch.Run(context.Background(), launch.Config{
 		NProc:    o.nproc,
 		NNodes:   o.nnodes,
@@ -148,4 +141,20 @@ func runLaunch(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "flock run: %s\n", msg)
 	}
 	return code
+}
+
+// commandLogger returns a logger writing text lines to stderr without the
+// time, their message prefixed with the command's name.
+func commandLogger(stderr io.Writer, name string) *slog.Logger {
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey && len(groups) == 0 {
+				return slog.Attr{}
+			}
+			if a.Key == slog.MessageKey {
+				a.Value = slog.StringValue(name + ": " + a.Value.String())
+			}
+			return a
+		},
+	}))
 }

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"os/exec"
@@ -77,20 +76,7 @@ func TestRunInterrupt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds flock; skipped in -short mode")
 	}
-	bin := flockBinary(t)
-	cmd := exec.Command(bin, "run", "--nproc", "2", "--", "sh", "-c", `trap 'echo got it; exit 7' INT; echo ready; while :; do sleep 0.05; done`)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	timer := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
-	defer timer.Stop()
-	sc := bufio.NewScanner(out)
+	cmd, sc, stderr := startFlock(t, "run", "--nproc", "2", "--", "sh", "-c", `trap 'echo got it; exit 7' INT; echo ready; while :; do sleep 0.05; done`)
 	var lines []string
 	for len(lines) < 2 && sc.Scan() {
 		lines = append(lines, sc.Text())
@@ -101,7 +87,7 @@ func TestRunInterrupt(t *testing.T) {
 	for sc.Scan() {
 		lines = append(lines, sc.Text())
 	}
-	err = cmd.Wait()
+	err := cmd.Wait()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 7 {
 		t.Fatalf("exit %v, want status 7; stderr %q", err, stderr.String())

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -43,6 +43,9 @@ type trainOptions struct {
 	threads    int
 	stopAfter  int
 	workers    int
+	// divergedSteps is Options.MaxNonFiniteSteps, 0 to keep going.
+	divergedSteps   int
+	checkpointEvery int
 }
 
 // trainFlags returns the flag set of flock train, bound to cfg and o. Flag
@@ -66,7 +69,8 @@ func trainFlags(cfg *train.Config, o *trainOptions) *flag.FlagSet {
 	fs.IntVar(&cfg.EvalEvery, "eval-every", cfg.EvalEvery, "evaluate on the test set every `N` epochs (the last epoch always; 0: only the last)")
 	fs.IntVar(&cfg.LogEvery, "log-every", cfg.LogEvery, "log the training loss every `N` steps (0: once per epoch)")
 	fs.BoolVar(&o.json, "json", o.json, "write JSON Lines records to stdout instead of the human output")
-	fs.StringVar(&o.checkpoint, "checkpoint", o.checkpoint, "write a checkpoint to `PATH` at the end of each epoch and on interrupt (Ctrl-C)")
+	fs.StringVar(&o.checkpoint, "checkpoint", o.checkpoint, "write a checkpoint to `PATH` at the end of each epoch and on interrupt (Ctrl-C, SIGTERM)")
+	fs.IntVar(&o.checkpointEvery, "checkpoint-every", o.checkpointEvery, "also write the checkpoint every `STEPS` steps (0: only at epoch ends)")
 	fs.StringVar(&o.resume, "resume", o.resume, "resume the run saved in the checkpoint at `PATH`; its settings apply unless given as flags")
 	fs.StringVar(&o.data, "data", o.data, "`DIR` holding the Fashion-MNIST files (default: $FLOCK_DATA/fashion-mnist, the user cache, "+dataset.DebianFashionMNISTDir+"), or a .beton file of training images (fields image and label; see flock convert)")
 	fs.StringVar(&o.testData, "test-data", o.testData, "`PATH` of a .beton file of test images, with --data TRAIN.beton (default: no test set)")
@@ -74,6 +78,7 @@ func trainFlags(cfg *train.Config, o *trainOptions) *flag.FlagSet {
 	fs.IntVar(&o.threads, "threads", o.threads, fmt.Sprintf("worker threads, GOMAXPROCS (0: all %d cores)", runtime.NumCPU()))
 	fs.IntVar(&cfg.TrainImages, "train-images", cfg.TrainImages, "train on the first `N` training images only (0: all)")
 	fs.IntVar(&o.stopAfter, "stop-after", o.stopAfter, "stop after `STEP` steps of the run (the schedule still spans --epochs), writing the checkpoint to continue from with --resume (0: run to the end)")
+	fs.IntVar(&o.divergedSteps, "diverged-steps", o.divergedSteps, "stop with an error once the training loss has been NaN or infinite for `N` steps in a row (0: keep going)")
 	fs.IntVar(&o.workers, "workers", o.workers, "workers in this process, `K` goroutines each taking --batch-size images per step and cooperating by --strategy")
 	sc := &cfg.Strategy
 	fs.StringVar(&sc.Name, "strategy", sc.Name, "how the workers cooperate: dp (gradients averaged every step), local (Local SGD/AdamW/LARS: parameters averaged every H steps), diloco (outer Nesterov SGD on the averaged change every H steps)")
@@ -110,7 +115,7 @@ func writeModels(w io.Writer) {
 }
 
 func trainHelp(w io.Writer) {
-	cfg, o := train.DefaultConfig(), trainOptions{workers: defaultWorkers}
+	cfg, o := train.DefaultConfig(), trainOptions{workers: defaultWorkers, divergedSteps: train.DefaultMaxNonFiniteSteps}
 	fs := trainFlags(&cfg, &o)
 	fmt.Fprint(w, `Usage: flock train [flags]
 
@@ -122,11 +127,15 @@ synchronizations follow the Quadratic Synchronization Rule.
 Output: a progress bar when stdout is a terminal, periodic lines otherwise,
 then a summary table; with --json, one JSON object per line instead:
 {"kind":"train"|"eval","step","epoch","lr","loss","acc","img_per_s","elapsed_s"}
-and a final {"kind":"summary", ...}.
+and a final {"kind":"summary", ...}; a number that is NaN or infinite (the
+loss of a diverged run) is written as null. A run whose training loss stays
+NaN or infinite for --diverged-steps steps stops with an error.
 
 A checkpoint holds the model, the optimizer, the schedule's step, the random
 generator, the data position and the settings in one safetensors file; a
-run resumed from it continues exactly as if it had not stopped.
+run resumed from it continues exactly as if it had not stopped. It is
+written at the end of each epoch (and every --checkpoint-every steps), with
+a checksum of its tensors: a damaged or edited checkpoint is refused.
 
 Workers: --workers K (default 4) trains K workers in this process, each on
 its own shard of the data with --batch-size images per step, cooperating by
@@ -168,8 +177,8 @@ Worker 0 alone evaluates and reports; its training loss and accuracy are
 those of its shard, and images/s counts every worker. Under local and
 diloco every worker writes its own checkpoint file (their models differ
 mid-round) and --checkpoint PATH names the set's manifest; these sets are
-written at the end of each epoch, at --stop-after, and on Ctrl-C, which
-stops every worker at the next synchronization.
+written at the end of each epoch, at --stop-after, and on Ctrl-C or SIGTERM,
+which stop every worker at the next synchronization.
 
 Flags:
 `)
@@ -213,7 +222,7 @@ func usageError(stderr io.Writer, format string, a ...any) int {
 }
 
 func runTrain(args []string, stdout, stderr io.Writer) int {
-	cfg, o := train.DefaultConfig(), trainOptions{workers: defaultWorkers}
+	cfg, o := train.DefaultConfig(), trainOptions{workers: defaultWorkers, divergedSteps: train.DefaultMaxNonFiniteSteps}
 	fs := trainFlags(&cfg, &o)
 	if helpAsked(args) {
 		trainHelp(stdout)
@@ -253,6 +262,15 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 	if o.workers < 1 {
 		return usageError(stderr, "workers %d: want ≥ 1", o.workers)
 	}
+	if o.checkpointEvery < 0 {
+		return usageError(stderr, "checkpoint-every %d: want ≥ 0", o.checkpointEvery)
+	}
+	if o.checkpointEvery > 0 && o.checkpoint == "" {
+		return usageError(stderr, "--checkpoint-every needs --checkpoint PATH")
+	}
+	if o.divergedSteps < 0 {
+		return usageError(stderr, "diverged-steps %d: want ≥ 0", o.divergedSteps)
+	}
 	if o.testData != "" && !strings.HasSuffix(o.data, ".beton") {
 		return usageError(stderr, "--test-data %s needs --data TRAIN.beton", o.testData)
 	}
@@ -279,13 +297,20 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 		runtime.GOMAXPROCS(o.threads)
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// SIGTERM, which flock run forwards and batch schedulers send before
+	// killing, stops the run as Ctrl-C does: with a checkpoint.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {
-		// A second Ctrl-C kills the process at once.
+		// A second signal kills the process at once.
 		<-ctx.Done()
 		stop()
 	}()
+	if launched {
+		var cancel context.CancelFunc
+		ctx, cancel = stopWithParent(ctx, commandLogger(stderr, "flock train"))
+		defer cancel()
+	}
 
 	var progress io.Writer
 	if !o.json && (!launched || env.Rank == 0) {
@@ -296,7 +321,7 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 		trainSet, testSet, err = loadBeton(ctx, o.data, o.testData)
 	} else {
 		trainSet, testSet, err = dataset.LoadFashionMNIST(ctx, dataset.FashionMNISTOptions{
-			Dir: o.data, Download: o.download, Progress: progress,
+			Dir: o.data, Download: o.download, Progress: progress, Logger: commandLogger(stderr, "flock train"),
 		})
 	}
 	if err != nil {
@@ -407,7 +432,20 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSe
 	commCtx, fail := context.WithCancel(context.Background())
 	defer fail()
 
-	out := newReporter(stdout, o.json, term.IsTerminal(stdout))
+	if cfg.StepsPerEpoch(trainSet.N, world) == 0 {
+		who := fmt.Sprintf("--workers %d", world)
+		if len(comms) == 1 {
+			who = fmt.Sprintf("the launcher's %d ranks", world)
+		}
+		return usageError(stderr, "%s share %d training images: each worker needs at least one (fewer workers or more --train-images)", who, cfg.TrainImagesOf(trainSet.N))
+	}
+
+	// Output that cannot be written stops the run as an interruption
+	// would, with a checkpoint, and fails the command.
+	ctx, outputFailed := context.WithCancel(ctx)
+	defer outputFailed()
+	output := &outputWriter{w: stdout, failed: outputFailed}
+	out := newReporter(output, o.json, term.IsTerminal(stdout))
 	out.workers = world
 	ws := make([]*worker, max(len(comms), 1))
 	defer func() {
@@ -428,7 +466,10 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSe
 	for i := range ws {
 		w := &worker{}
 		ws[i] = w
-		opts := train.Options{}
+		opts := train.Options{MaxNonFiniteSteps: o.divergedSteps, CheckpointEvery: o.checkpointEvery}
+		if o.divergedSteps == 0 {
+			opts.MaxNonFiniteSteps = -1
+		}
 		test := testSet
 		if comms != nil {
 			w.comm, w.rank = comms[i], comms[i].Rank()
@@ -530,6 +571,15 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSe
 		sum.ImagesPerSec *= float64(world)
 		out.finish(sum)
 	}
+	if err := output.Err(); err != nil {
+		t := ws[0].t
+		msg := fmt.Sprintf("flock train: write output: %v; stopped after step %d of %d", err, t.Step(), t.TotalSteps())
+		if rank0 != nil && o.checkpoint != "" && interruption(rank0.err) {
+			msg += fmt.Sprintf("; checkpoint written to %s", o.checkpoint)
+		}
+		fmt.Fprintln(stderr, msg)
+		return exitFailure
+	}
 	if ctx.Err() != nil || interruption(ws[0].err) {
 		t := ws[0].t
 		msg := fmt.Sprintf("flock train: interrupted after step %d of %d", t.Step(), t.TotalSteps())
@@ -610,7 +660,6 @@ type reporter struct {
 	w        io.Writer
 	json     bool
 	terminal bool
-	enc      *json.Encoder
 	lastDraw time.Time
 	drawn    bool
 	// workers scales rank 0's training throughput to the whole run's.
@@ -620,7 +669,7 @@ type reporter struct {
 }
 
 func newReporter(w io.Writer, jsonOut, terminal bool) *reporter {
-	return &reporter{w: w, json: jsonOut, terminal: terminal && !jsonOut, enc: json.NewEncoder(w), workers: 1}
+	return &reporter{w: w, json: jsonOut, terminal: terminal && !jsonOut, workers: 1}
 }
 
 func (r *reporter) start(t *train.Trainer, trainSet, testSet *dataset.Images, o trainOptions) {
@@ -636,7 +685,7 @@ func (r *reporter) start(t *train.Trainer, trainSet, testSet *dataset.Images, o 
 		testN = testSet.N
 	}
 	fmt.Fprintf(r.w, "flock train: %s (%d parameters) on %s, %d training / %d test images\n",
-		cfg.Model, nn.NumParameters(t.Model()), data, trainSet.N, testN)
+		cfg.Model, nn.NumParameters(t.Model()), data, cfg.TrainImagesOf(trainSet.N), testN)
 	opt := cfg.Optimizer
 	if cfg.Optimizer != "adamw" {
 		opt += fmt.Sprintf(" momentum %g", cfg.Momentum)
@@ -671,7 +720,7 @@ func (r *reporter) record(rec train.Record) {
 		rec.ImagesPerSec *= float64(r.workers)
 	}
 	if r.json {
-		r.enc.Encode(rec)
+		writeJSONLine(r.w, rec)
 		return
 	}
 	switch rec.Kind {
@@ -749,7 +798,7 @@ func (r *reporter) finish(s train.Summary) {
 		if s.Evaluated {
 			v.TestLoss, v.TestAcc = &s.TestLoss, &s.TestAcc
 		}
-		r.enc.Encode(v)
+		writeJSONLine(r.w, v)
 		return
 	}
 	r.clear()

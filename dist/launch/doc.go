@@ -24,4 +24,6 @@
 // (SIGINT, SIGTERM) goes to every rank's group. When a rank fails, the
 // others get SIGTERM, and SIGKILL after a grace period, so that a job whose
 // rank died never hangs; the launcher returns the failed rank's status.
+// When the launcher itself dies, even by SIGKILL, Linux and FreeBSD send
+// each rank SIGTERM (a parent-death signal), so that no rank outlives it.
 package launch

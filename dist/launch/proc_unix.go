@@ -12,9 +12,11 @@ var sigTerm os.Signal = syscall.SIGTERM
 
 // setProcessGroup makes the rank the leader of a new process group, so
 // that its children get the signals it gets and a terminal's Ctrl-C reaches
-// the ranks only through the launcher.
+// the ranks only through the launcher; where the system can, the rank gets
+// SIGTERM when the launcher dies.
 func setProcessGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	setParentDeathSignal(cmd.SysProcAttr)
 }
 
 // signalGroup sends sig to the process group p leads.

@@ -1,0 +1,51 @@
+package train
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// TestRemoveStaleSetFiles lays out what killed saves of a checkpoint set
+// leave and checks that a rank removes its own leftovers and nothing else.
+func TestRemoveStaleSetFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "run.ckpt")
+	files := []string{
+		"run.ckpt",                       // the manifest
+		".run.ckpt.tmp4711",              // a killed write of the manifest: rank 0's
+		"run.ckpt.step12.rank0",          // the set in place
+		"run.ckpt.step12.rank1",          //
+		"run.ckpt.step18.rank0",          // a save killed before its commit
+		"run.ckpt.step18.rank1",          //
+		".run.ckpt.step24.rank0.tmp0815", // a save killed mid-write
+		".run.ckpt.step24.rank1.tmp0815", //
+		"run.ckpt.step18.rank10",         // another rank's
+		"run.ckpt.stepX.rank0",           // not a file of the set
+		"other.ckpt.step18.rank0",        //
+		".run.ckpt.step24.rank0.tmp",     // not a temporary file of Write
+	}
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removeStaleSetFiles(path, 0, filepath.Join(dir, "run.ckpt.step12.rank0"))
+	removeStaleSetFiles(path, 1, filepath.Join(dir, "run.ckpt.step12.rank1"))
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name())
+	}
+	want := []string{"run.ckpt", "run.ckpt.step12.rank0", "run.ckpt.step12.rank1", "run.ckpt.step18.rank10", "run.ckpt.stepX.rank0", "other.ckpt.step18.rank0", ".run.ckpt.step24.rank0.tmp"}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("left %q, want %q", got, want)
+	}
+}
