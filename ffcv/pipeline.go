@@ -198,22 +198,21 @@ type fieldPipe struct {
 	r     *beton.Reader
 
 	// images
-	isImage       bool
-	w, h, c       int // output image size
-	rrc           RandomResizedCrop
-	center        CenterCrop
-	filter        transform.Filter
-	augs          []augment
-	chw           bool
-	norm          *transform.Normalizer
-	normDT        tensor.DType
-	mixup         *Mixup
-	labelMixup    *LabelMixup
-	squeeze       bool
-	arrayDT       tensor.DType
-	arrayShape    []int
-	decodeOp      uint32
-	rowBytesCache int
+	isImage    bool
+	w, h, c    int // output image size
+	rrc        RandomResizedCrop
+	center     CenterCrop
+	filter     transform.Filter
+	augs       []augment
+	chw        bool
+	norm       *transform.Normalizer
+	normDT     tensor.DType
+	mixup      *Mixup
+	labelMixup *LabelMixup
+	squeeze    bool
+	arrayDT    tensor.DType
+	arrayShape []int
+	decodeOp   uint32
 }
 
 func compilePipelines(r *beton.Reader, opt Options) ([]*fieldPipe, error) {

@@ -128,7 +128,7 @@ func runBenchGemm(args []string, stdout, stderr io.Writer) int {
 	}
 	ms, err := bench.RunGemm(ctx, cfg, emit)
 	if err != nil {
-		return rep.fail(ctx, err)
+		return rep.failRun(ctx, err)
 	}
 	sums := bench.SummarizeGemm(ms, o.peer)
 	err = summaries(rep, sums, func(s bench.GemmSummary) any { return gemmSummaryRecord(s, o.peer) }, func(w io.Writer) error {
@@ -139,11 +139,11 @@ func runBenchGemm(args []string, stdout, stderr io.Writer) int {
 		return err
 	})
 	if err != nil {
-		return rep.fail(nil, err)
+		return rep.fail(err)
 	}
 	if o.out != "" {
 		if err := writeGemmResults(o.out, machine, ms, sums, o.peer, threads, peaks, start); err != nil {
-			return rep.fail(nil, err)
+			return rep.fail(err)
 		}
 	}
 	return exitOK

@@ -100,7 +100,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) int {
 	rep := newBenchReport("model", o.json, stdout, stderr)
 	exe, err := os.Executable()
 	if err != nil {
-		return rep.fail(nil, err)
+		return rep.fail(err)
 	}
 	peak, peakHow := o.peak, "given by --peak-gflops"
 	if peak == 0 {
@@ -130,7 +130,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) int {
 				}
 				r, err := runModelMeasurement(ctx, argv, o.timeout, stderr)
 				if err != nil {
-					return rep.fail(ctx, fmt.Errorf("%s %s: %w", impl, name, err))
+					return rep.failRun(ctx, fmt.Errorf("%s %s: %w", impl, name, err))
 				}
 				r.Impl, r.Round, r.Warmup = impl, round, round == 0
 				if impl == "torch" {
@@ -155,7 +155,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) int {
 	})
 	if o.out != "" {
 		if err := writeModelResults(o.out, machine, records, sums, o.peer, peak, peakHow, start); err != nil {
-			return rep.fail(nil, err)
+			return rep.fail(err)
 		}
 	}
 	return exitOK
