@@ -97,12 +97,7 @@ func runBenchGemm(args []string, stdout, stderr io.Writer) int {
 		}
 		cfg.PeerCommand = []string{o.python, o.script}
 	}
-	peaks := map[int]float64{}
-	for _, t := range threads {
-		if p, ok := cpu.MeasurePeak(t, 200*time.Millisecond); ok {
-			peaks[t] = p
-		}
-	}
+	peaks := measurePeaks(threads)
 	cfg.Peak = func(t int) float64 { return peaks[t] }
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -147,6 +142,18 @@ func runBenchGemm(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return exitOK
+}
+
+// measurePeaks measures the float32 peak of each thread count: the GFLOP/s
+// of independent FMAs (cpu.MeasurePeak), absent under the pure-Go kernels.
+func measurePeaks(threads []int) map[int]float64 {
+	peaks := map[int]float64{}
+	for _, t := range threads {
+		if p, ok := cpu.MeasurePeak(t, 200*time.Millisecond); ok {
+			peaks[t] = p
+		}
+	}
+	return peaks
 }
 
 func formatPeaks(threads []int, peaks map[int]float64) string {
