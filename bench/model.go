@@ -1,12 +1,8 @@
 package bench
 
 import (
-	"bufio"
 	"fmt"
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -117,48 +113,4 @@ func PeakRSS() int64 {
 		return 0
 	}
 	return int64(ru.Maxrss) * 1024 // kibibytes on Linux
-}
-
-// NominalPeak estimates the machine's float32 peak for threads cores, in
-// GFLOP/s, from /proc/cpuinfo: the base clock times the FLOPs per cycle of
-// its widest fused multiply-add (AVX-512: 2 units × 16 lanes × 2 = 64;
-// AVX2+FMA: 32; otherwise 8). The number of FMA units is assumed, not
-// read, and turbo clocks are not counted, so it is an estimate; the string
-// says how it was made.
-func NominalPeak(threads int) (float64, string) {
-	f, err := os.Open("/proc/cpuinfo")
-	if err != nil {
-		return 0, "no /proc/cpuinfo"
-	}
-	defer f.Close()
-	var mhz float64
-	var flags map[string]bool
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	for sc.Scan() && (mhz == 0 || flags == nil) {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		switch strings.TrimSpace(k) {
-		case "cpu MHz":
-			mhz, _ = strconv.ParseFloat(strings.TrimSpace(v), 64)
-		case "flags":
-			flags = map[string]bool{}
-			for _, fl := range strings.Fields(v) {
-				flags[fl] = true
-			}
-		}
-	}
-	perCycle, what := 8.0, "SSE"
-	switch {
-	case flags["avx512f"]:
-		perCycle, what = 64, "AVX-512, 2 FMA units"
-	case flags["avx2"] && flags["fma"]:
-		perCycle, what = 32, "AVX2, 2 FMA units"
-	}
-	if mhz == 0 {
-		return 0, "no clock in /proc/cpuinfo"
-	}
-	return mhz / 1000 * perCycle * float64(threads), fmt.Sprintf("%.0f MHz × %.0f FLOP/cycle (%s) × %d cores", mhz, perCycle, what, threads)
 }

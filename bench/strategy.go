@@ -412,7 +412,7 @@ func StrategySyncWorker(ctx context.Context, c dist.Comm, cfg StrategySyncWorker
 		}
 	}
 	if st := loc.CommStats(); st.Syncs != int64(sc.Step) {
-		return fail(fmt.Errorf("Local made %d synchronizations in %d steps, want one a step", st.Syncs, sc.Step))
+		return fail(fmt.Errorf("local SGD made %d synchronizations in %d steps, want one a step", st.Syncs, sc.Step))
 	}
 	_ = c.Barrier(ctx)
 	return nil

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flockml/flock/internal/atomicfile"
 	"github.com/flockml/flock/internal/term"
 )
 
@@ -39,7 +40,7 @@ func fetch(ctx context.Context, client *http.Client, base, dir string, files []r
 // fetchFile writes the download to a temporary file in dir and renames it
 // to its name only after its length and SHA-256 match f and it has been
 // synced, so that dir never holds a partial or corrupt file under that name.
-func fetchFile(ctx context.Context, client *http.Client, base, dir string, f remoteFile, p *progress) (err error) {
+func fetchFile(ctx context.Context, client *http.Client, base, dir string, f remoteFile, p *progress) error {
 	name := f.name + ".gz"
 	u, err := url.JoinPath(base, name)
 	if err != nil {
@@ -57,46 +58,26 @@ func fetchFile(ctx context.Context, client *http.Client, base, dir string, f rem
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("dataset: download %s: %s", u, resp.Status)
 	}
-	tmp, err := os.CreateTemp(dir, "."+name+".*.part")
+	err = atomicfile.WriteFile(filepath.Join(dir, name), func(tmp *os.File) error {
+		h := sha256.New()
+		bar := p.start(u, f.gzSize)
+		n, err := io.Copy(io.MultiWriter(tmp, h, bar), io.LimitReader(resp.Body, f.gzSize+1))
+		bar.finish(err == nil && n == f.gzSize)
+		got := hex.EncodeToString(h.Sum(nil))
+		switch {
+		case err != nil:
+			return fmt.Errorf("stopped after %d of %d bytes (SHA-256 so far %s, want %s), partial file deleted: %w", n, f.gzSize, got, f.gzSHA256, err)
+		case n != f.gzSize || got != f.gzSHA256:
+			size := fmt.Sprint(n)
+			if n > f.gzSize {
+				size = fmt.Sprintf("more than %d", f.gzSize)
+			}
+			return fmt.Errorf("corrupt: SHA-256 %s over %s bytes, want %s over %d bytes; file deleted", got, size, f.gzSHA256, f.gzSize)
+		}
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("dataset: download %s: %w", u, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	h := sha256.New()
-	bar := p.start(u, f.gzSize)
-	n, err := io.Copy(io.MultiWriter(tmp, h, bar), io.LimitReader(resp.Body, f.gzSize+1))
-	bar.finish(err == nil && n == f.gzSize)
-	got := hex.EncodeToString(h.Sum(nil))
-	switch {
-	case err != nil:
-		return fmt.Errorf("dataset: download %s: stopped after %d of %d bytes (SHA-256 so far %s, want %s), partial file deleted: %w", u, n, f.gzSize, got, f.gzSHA256, err)
-	case n != f.gzSize || got != f.gzSHA256:
-		size := fmt.Sprint(n)
-		if n > f.gzSize {
-			size = fmt.Sprintf("more than %d", f.gzSize)
-		}
-		err = fmt.Errorf("dataset: download %s: corrupt: SHA-256 %s over %s bytes, want %s over %d bytes; file deleted", u, got, size, f.gzSHA256, f.gzSize)
-		return err
-	}
-	if err = tmp.Chmod(0o644); err == nil {
-		if err = tmp.Sync(); err == nil {
-			err = tmp.Close()
-		}
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), filepath.Join(dir, name))
-	}
-	if err != nil {
-		return fmt.Errorf("dataset: download %s: %w", u, err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }

@@ -198,23 +198,22 @@ type fieldPipe struct {
 	r     *beton.Reader
 
 	// images
-	isImage       bool
-	w, h, c       int // output image size
-	rrc           RandomResizedCrop
-	center        CenterCrop
-	filter        transform.Filter
-	augs          []augment
-	chw           bool
-	norm          *transform.Normalizer
-	normDT        tensor.DType
-	mixup         *Mixup
-	labelMixup    *LabelMixup
-	squeeze       bool
-	arrayDT       tensor.DType
-	arrayShape    []int
-	decodeOp      uint32
-	rowBytesCache int
-	matchFFCV     bool // full-size JPEG decoding with the fast IDCT
+	isImage    bool
+	w, h, c    int // output image size
+	rrc        RandomResizedCrop
+	center     CenterCrop
+	filter     transform.Filter
+	augs       []augment
+	chw        bool
+	norm       *transform.Normalizer
+	normDT     tensor.DType
+	mixup      *Mixup
+	labelMixup *LabelMixup
+	squeeze    bool
+	arrayDT    tensor.DType
+	arrayShape []int
+	decodeOp   uint32
+	matchFFCV  bool // full-size JPEG decoding with the fast IDCT
 }
 
 func compilePipelines(r *beton.Reader, opt Options) ([]*fieldPipe, error) {

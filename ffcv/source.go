@@ -113,7 +113,9 @@ var imageExtensions = map[string]bool{
 // GIF files are decoded and converted to RGB (grayscale replicated, alpha
 // dropped, as PIL's convert("RGB")); other image formats of torchvision's
 // list make NewImageFolderSource fail. JPEGs are decoded by the pure-Go
-// decoder so the file written does not depend on the machine.
+// decoder so the file written does not depend on the machine. An image
+// whose header claims more than MaxPixels pixels is refused before anything
+// is allocated for it: a few hundred bytes of JPEG can claim 60000×60000.
 type ImageFolderSource struct {
 	// Root is the tree's directory.
 	Root string
@@ -124,9 +126,16 @@ type ImageFolderSource struct {
 	Labels []int64
 	// Image sets the image field (3 channels).
 	Image beton.RGBImageField
+	// MaxPixels is the most pixels (width·height) an image may have; 0
+	// lifts the limit. NewImageFolderSource sets DefaultMaxPixels.
+	MaxPixels int
 
 	decoders sync.Pool
 }
+
+// DefaultMaxPixels is the pixel limit of an ImageFolderSource: PIL's
+// Image.MAX_IMAGE_PIXELS (about 9459² or 12288×7282), 256 MiB of RGB.
+const DefaultMaxPixels = 89478485
 
 // NewImageFolderSource lists the tree under root.
 func NewImageFolderSource(root string, image beton.RGBImageField) (*ImageFolderSource, error) {
@@ -134,7 +143,7 @@ func NewImageFolderSource(root string, image beton.RGBImageField) (*ImageFolderS
 	if err != nil {
 		return nil, fmt.Errorf("ffcv: image folder: %w", err)
 	}
-	s := &ImageFolderSource{Root: root, Image: image}
+	s := &ImageFolderSource{Root: root, Image: image, MaxPixels: DefaultMaxPixels}
 	for _, e := range entries {
 		if isDir(filepath.Join(root, e.Name()), e) {
 			s.Classes = append(s.Classes, e.Name())
@@ -237,8 +246,19 @@ func (s *ImageFolderSource) Sample(i int, out []any) error {
 	return nil
 }
 
+// checkPixels refuses a w×h image over the pixel limit.
+func (s *ImageFolderSource) checkPixels(w, h int) error {
+	if s.MaxPixels > 0 && int64(w)*int64(h) > int64(s.MaxPixels) {
+		return fmt.Errorf("%d×%d image exceeds the pixel limit of %d (a decompression bomb, or raise the limit)", w, h, s.MaxPixels)
+	}
+	return nil
+}
+
 func (s *ImageFolderSource) decode(data []byte) (transform.Image, error) {
 	if w, h, comps, err := jpeg.DecodeConfig(data); err == nil {
+		if err := s.checkPixels(w, h); err != nil {
+			return transform.Image{}, err
+		}
 		d := s.decoders.Get().(*jpeg.Decoder)
 		defer s.decoders.Put(d)
 		img := transform.NewImage(w, h, comps)
@@ -249,6 +269,13 @@ func (s *ImageFolderSource) decode(data []byte) (transform.Image, error) {
 			return img, nil
 		}
 		// Left to image/jpeg below (for example a progressive file).
+	}
+	cfg, _, err := image.DecodeConfig(bytes.NewReader(data))
+	if err != nil {
+		return transform.Image{}, err
+	}
+	if err := s.checkPixels(cfg.Width, cfg.Height); err != nil {
+		return transform.Image{}, err
 	}
 	m, _, err := image.Decode(bytes.NewReader(data))
 	if err != nil {

@@ -3,14 +3,18 @@ package ffcv
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"hash/crc32"
 	"image"
 	"image/color"
+	stdjpeg "image/jpeg"
 	"image/png"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flockml/flock/dataset"
 	"github.com/flockml/flock/ffcv/beton"
@@ -249,5 +253,79 @@ func TestReadImages(t *testing.T) {
 	}
 	if _, err := ReadImages(context.Background(), filepath.Join(testdata, "raw_all_fields.beton"), ReadImagesOptions{Label: "weight"}); err == nil || !strings.Contains(err.Error(), `no int field "weight"`) {
 		t.Errorf("float labels: %v", err)
+	}
+}
+
+// bombJPEG is a small baseline JPEG whose frame header claims w×h pixels.
+func bombJPEG(t *testing.T, w, h int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := stdjpeg.Encode(&buf, image.NewRGBA(image.Rect(0, 0, 8, 8)), nil); err != nil {
+		t.Fatal(err)
+	}
+	b := buf.Bytes()
+	i := bytes.Index(b, []byte{0xff, 0xc0}) // SOF0: length, precision, height, width
+	if i < 0 {
+		t.Fatal("no SOF0 marker")
+	}
+	binary.BigEndian.PutUint16(b[i+5:], uint16(h))
+	binary.BigEndian.PutUint16(b[i+7:], uint16(w))
+	return b
+}
+
+// bombPNG is a small PNG whose header claims w×h pixels.
+func bombPNG(t *testing.T, w, h int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, image.NewRGBA(image.Rect(0, 0, 8, 8))); err != nil {
+		t.Fatal(err)
+	}
+	b := buf.Bytes()
+	const ihdr = 8 // after the signature: length, "IHDR", width, height, …, CRC
+	binary.BigEndian.PutUint32(b[ihdr+8:], uint32(w))
+	binary.BigEndian.PutUint32(b[ihdr+12:], uint32(h))
+	binary.BigEndian.PutUint32(b[ihdr+8+13:], crc32.ChecksumIEEE(b[ihdr+4:ihdr+8+13]))
+	return b
+}
+
+// TestImageFolderSourcePixelLimit feeds files whose headers claim
+// 60000×60000 pixels: they must be refused from the header, before the
+// decoder allocates 10 GB for them, and quickly.
+func TestImageFolderSourcePixelLimit(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{
+		{"bomb.jpg", bombJPEG(t, 60000, 60000)},
+		{"bomb.png", bombPNG(t, 60000, 60000)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			os.Mkdir(filepath.Join(root, "a"), 0o755)
+			if err := os.WriteFile(filepath.Join(root, "a", c.name), c.data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s, err := NewImageFolderSource(root, beton.RGBImageField{Mode: beton.WriteRaw})
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- s.Sample(0, make([]any, 2)) }()
+			select {
+			case err = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("decoding a %d-byte file claiming 60000×60000 pixels still runs after 10 s", len(c.data))
+			}
+			if err == nil || !strings.Contains(err.Error(), "60000×60000") || !strings.Contains(err.Error(), "pixel limit") {
+				t.Fatalf("Sample: %v, want the pixel limit refused", err)
+			}
+			// A limit that admits it lets an 8×8 image through.
+			s.MaxPixels = 64
+			os.WriteFile(filepath.Join(root, "a", c.name), bombJPEG(t, 8, 8), 0o644)
+			if err := s.Sample(0, make([]any, 2)); err != nil {
+				t.Errorf("8×8 image under a 64-pixel limit: %v", err)
+			}
+		})
 	}
 }

@@ -28,6 +28,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/flockml/flock/internal/float16"
 )
 
 // MaxBytes bounds the payload size Read accepts.
@@ -157,7 +159,7 @@ func (a *Array) Float32() ([]float32, error) {
 	switch a.kind() {
 	case "f2":
 		for i := range out {
-			out[i] = halfToFloat32(binary.LittleEndian.Uint16(d[2*i:]))
+			out[i] = float16.ToFloat32(binary.LittleEndian.Uint16(d[2*i:]))
 		}
 	case "f4":
 		for i := range out {
@@ -206,28 +208,6 @@ func (a *Array) Float64() ([]float64, error) {
 		out[i] = float64(v)
 	}
 	return out, nil
-}
-
-// halfToFloat32 converts an IEEE 754 binary16 value.
-func halfToFloat32(h uint16) float32 {
-	sign := uint32(h>>15) << 31
-	exp := int(h>>10) & 0x1f
-	mant := uint32(h) & 0x3ff
-	switch {
-	case exp == 0x1f: // Inf or NaN
-		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
-	case exp == 0 && mant == 0:
-		return math.Float32frombits(sign)
-	case exp == 0: // subnormal: normalise
-		e := -14
-		for mant&0x400 == 0 {
-			mant <<= 1
-			e--
-		}
-		mant &= 0x3ff
-		return math.Float32frombits(sign | uint32(e+127)<<23 | mant<<13)
-	}
-	return math.Float32frombits(sign | uint32(exp-15+127)<<23 | mant<<13)
 }
 
 // ReadFile reads the .npy file at path.

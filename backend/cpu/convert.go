@@ -2,89 +2,10 @@ package cpu
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/flockml/flock/backend"
+	"github.com/flockml/flock/internal/float16"
 )
-
-// Float16 and BFloat16 conversions. Both round to nearest, ties to even.
-// float64 values go through float32 first, as PyTorch's c10::Half and
-// c10::BFloat16 constructors do.
-
-// f32ToF16 returns the IEEE 754 binary16 nearest to f. Values of magnitude
-// 65520 and above become ±Inf; NaNs stay (quiet) NaNs.
-func f32ToF16(f float32) uint16 {
-	b := math.Float32bits(f)
-	sign := uint16(b>>16) & 0x8000
-	exp := int(b>>23) & 0xff
-	man := b & 0x7fffff
-	switch {
-	case exp == 0xff:
-		if man != 0 {
-			return sign | 0x7e00 | uint16(man>>13)
-		}
-		return sign | 0x7c00
-	case exp == 0:
-		// float32 subnormals are far below half the smallest float16.
-		return sign
-	}
-	e := exp - 127 + 15
-	if e >= 31 {
-		return sign | 0x7c00
-	}
-	if e <= 0 {
-		// A float16 subnormal counts units of 2⁻²⁴; the 24-bit significand m
-		// is worth m·2^(exp−150), that is m >> (126−exp) units.
-		m := man | 0x800000
-		shift := uint(126 - exp)
-		if shift >= 32 {
-			return sign
-		}
-		q := m >> shift
-		rem := m & (1<<shift - 1)
-		half := uint32(1) << (shift - 1)
-		if rem > half || (rem == half && q&1 == 1) {
-			q++
-		}
-		return sign | uint16(q)
-	}
-	h := uint32(e)<<10 | man>>13
-	rem := man & 0x1fff
-	if rem > 0x1000 || (rem == 0x1000 && h&1 == 1) {
-		h++ // a carry out of the significand bumps the exponent, up to Inf
-	}
-	return sign | uint16(h)
-}
-
-// f16ToF32 widens a binary16 exactly.
-func f16ToF32(h uint16) float32 {
-	sign := uint32(h&0x8000) << 16
-	exp := uint32(h>>10) & 0x1f
-	man := uint32(h & 0x3ff)
-	switch exp {
-	case 0:
-		v := float32(man) * (1.0 / (1 << 24))
-		if sign != 0 {
-			v = -v
-		}
-		return v
-	case 0x1f:
-		return math.Float32frombits(sign | 0x7f800000 | man<<13)
-	}
-	return math.Float32frombits(sign | (exp+127-15)<<23 | man<<13)
-}
-
-// f32ToBF16 keeps the top 16 bits of f, rounded to nearest even.
-func f32ToBF16(f float32) uint16 {
-	b := math.Float32bits(f)
-	if b&0x7fffffff > 0x7f800000 {
-		return uint16(b>>16) | 0x40
-	}
-	b += 0x7fff + (b>>16)&1
-	return uint16(b >> 16)
-}
-
-func bf16ToF32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 
 // number is a Go type that stores one of the numeric dtypes directly.
 type number interface {
@@ -202,9 +123,9 @@ func fromNum[S number](dst backend.View, s []S) rowFunc {
 	case backend.Uint8:
 		return numToNum(U8(dst), s)
 	case backend.Float16:
-		return numToHalf(sliceOf[uint16](dst), s, f32ToF16)
+		return numToHalf(sliceOf[uint16](dst), s, float16.FromFloat32)
 	case backend.BFloat16:
-		return numToHalf(sliceOf[uint16](dst), s, f32ToBF16)
+		return numToHalf(sliceOf[uint16](dst), s, float16.BFloat16FromFloat32)
 	case backend.Bool:
 		return numToBool(U8(dst), s)
 	}
@@ -225,9 +146,9 @@ func fromHalf(dst backend.View, s []uint16, dec func(uint16) float32) rowFunc {
 	case backend.Uint8:
 		return halfToNum(U8(dst), s, dec)
 	case backend.Float16:
-		return halfToHalf(sliceOf[uint16](dst), s, dec, f32ToF16)
+		return halfToHalf(sliceOf[uint16](dst), s, dec, float16.FromFloat32)
 	case backend.BFloat16:
-		return halfToHalf(sliceOf[uint16](dst), s, dec, f32ToBF16)
+		return halfToHalf(sliceOf[uint16](dst), s, dec, float16.BFloat16FromFloat32)
 	case backend.Bool:
 		return halfToBool(U8(dst), s, dec)
 	}
@@ -265,9 +186,9 @@ func converter(dst, src backend.View) rowFunc {
 	case backend.Uint8, backend.Bool:
 		return fromNum(dst, U8(src))
 	case backend.Float16:
-		return fromHalf(dst, sliceOf[uint16](src), f16ToF32)
+		return fromHalf(dst, sliceOf[uint16](src), float16.ToFloat32)
 	case backend.BFloat16:
-		return fromHalf(dst, sliceOf[uint16](src), bf16ToF32)
+		return fromHalf(dst, sliceOf[uint16](src), float16.BFloat16ToFloat32)
 	}
 	return nil
 }
@@ -418,9 +339,9 @@ func (c *Backend) Fill(dst backend.View, value float64) error {
 	case backend.Float64:
 		f = fillRow(F64(dst), value)
 	case backend.Float16:
-		f = fillRow(sliceOf[uint16](dst), f32ToF16(float32(value)))
+		f = fillRow(sliceOf[uint16](dst), float16.FromFloat32(float32(value)))
 	case backend.BFloat16:
-		f = fillRow(sliceOf[uint16](dst), f32ToBF16(float32(value)))
+		f = fillRow(sliceOf[uint16](dst), float16.BFloat16FromFloat32(float32(value)))
 	case backend.Int32:
 		f = fillRow(I32(dst), int32(value))
 	case backend.Int64:

@@ -22,7 +22,7 @@ func (c *Backend) CrossEntropy(loss, logits, target backend.View, p backend.Cros
 	if err != nil {
 		return err
 	}
-	if err := denseArg(k, "loss", loss, logits.DType, backend.Shape{n}); err != nil {
+	if err := backend.CheckDense(k, nil, "loss", loss, logits.DType, backend.Shape{n}); err != nil {
 		return err
 	}
 	tgt, err := crossEntropyTargets(k, target, n, classes, p.IgnoreIndex)
@@ -48,7 +48,7 @@ func (c *Backend) CrossEntropyBackward(dlogits, logits, target, dloss backend.Vi
 	if err != nil {
 		return err
 	}
-	if err := denseArg(k, "dlogits", dlogits, logits.DType, logits.Shape); err != nil {
+	if err := backend.CheckDense(k, nil, "dlogits", dlogits, logits.DType, logits.Shape); err != nil {
 		return err
 	}
 	if dloss.DType != logits.DType || !dloss.Shape.Equal(backend.Shape{n}) {
@@ -83,10 +83,10 @@ func crossEntropyArgs(kernel string, logits, target backend.View) (n, classes in
 	if len(logits.Shape) != 2 {
 		return 0, 0, fmt.Errorf("%s: logits have shape %v, want [N, C]", kernel, logits.Shape)
 	}
-	if err := floatArg(kernel, logits.DType); err != nil {
+	if err := backend.CheckFloat(kernel, logits.DType); err != nil {
 		return 0, 0, err
 	}
-	if err := denseArg(kernel, "logits", logits, logits.DType, nil); err != nil {
+	if err := backend.CheckDense(kernel, nil, "logits", logits, logits.DType, nil); err != nil {
 		return 0, 0, err
 	}
 	n, classes = logits.Shape[0], logits.Shape[1]

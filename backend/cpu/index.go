@@ -17,22 +17,7 @@ const indexGrain = 32768
 // Every dtype is accepted; x and index may have any strides.
 func (c *Backend) Gather(dst, x, index backend.View, axis int) error {
 	const k = "cpu: gather"
-	if err := indexDType(k, index); err != nil {
-		return err
-	}
-	r := len(x.Shape)
-	if axis < 0 || axis >= r {
-		return fmt.Errorf("%s: axis %d out of range for x of shape %v", k, axis, x.Shape)
-	}
-	if len(index.Shape) != r {
-		return fmt.Errorf("%s: index of shape %v and x of shape %v differ in rank", k, index.Shape, x.Shape)
-	}
-	for d := range r {
-		if d != axis && index.Shape[d] > x.Shape[d] {
-			return fmt.Errorf("%s: index of shape %v exceeds x of shape %v on axis %d", k, index.Shape, x.Shape, d)
-		}
-	}
-	if err := indexDst(k, dst, x.DType, index.Shape); err != nil {
+	if err := backend.CheckGather(k, dst, x, index, axis); err != nil {
 		return err
 	}
 	if err := indexRange(k, index, axis, x.Shape[axis]); err != nil {
@@ -47,18 +32,8 @@ func (c *Backend) Gather(dst, x, index backend.View, axis int) error {
 // Every dtype is accepted; x and index may have any strides.
 func (c *Backend) IndexSelect(dst, x, index backend.View, axis int) error {
 	const k = "cpu: index_select"
-	if err := indexDType(k, index); err != nil {
-		return err
-	}
-	if axis < 0 || axis >= len(x.Shape) {
-		return fmt.Errorf("%s: axis %d out of range for x of shape %v", k, axis, x.Shape)
-	}
-	if len(index.Shape) != 1 {
-		return fmt.Errorf("%s: index has shape %v, want 1-D", k, index.Shape)
-	}
-	shape := x.Shape.Clone()
-	shape[axis] = index.Shape[0]
-	if err := indexDst(k, dst, x.DType, shape); err != nil {
+	shape, err := backend.CheckIndexSelect(k, dst, x, index, axis)
+	if err != nil {
 		return err
 	}
 	if err := indexRange(k, index, 0, x.Shape[axis]); err != nil {
@@ -76,22 +51,7 @@ func (c *Backend) IndexSelect(dst, x, index backend.View, axis int) error {
 // number of threads.
 func (c *Backend) ScatterAdd(dst, index, src backend.View, axis int) error {
 	const k = "cpu: scatter_add"
-	if err := indexDType(k, index); err != nil {
-		return err
-	}
-	r := len(dst.Shape)
-	if axis < 0 || axis >= r {
-		return fmt.Errorf("%s: axis %d out of range for dst of shape %v", k, axis, dst.Shape)
-	}
-	if len(index.Shape) != r || len(src.Shape) != r {
-		return fmt.Errorf("%s: dst %v, index %v and src %v differ in rank", k, dst.Shape, index.Shape, src.Shape)
-	}
-	for d := range r {
-		if index.Shape[d] > src.Shape[d] || (d != axis && index.Shape[d] > dst.Shape[d]) {
-			return fmt.Errorf("%s: index of shape %v exceeds src %v or dst %v on axis %d", k, index.Shape, src.Shape, dst.Shape, d)
-		}
-	}
-	if err := scatterOperands(k, dst, src); err != nil {
+	if err := backend.CheckScatterAdd(k, dst, index, src, axis); err != nil {
 		return err
 	}
 	if err := indexRange(k, index, axis, dst.Shape[axis]); err != nil {
@@ -106,66 +66,14 @@ func (c *Backend) ScatterAdd(dst, index, src backend.View, axis int) error {
 // strides that do not overlap; repeated indices accumulate in order of j.
 func (c *Backend) IndexAdd(dst, index, src backend.View, axis int) error {
 	const k = "cpu: index_add"
-	if err := indexDType(k, index); err != nil {
-		return err
-	}
-	if axis < 0 || axis >= len(dst.Shape) {
-		return fmt.Errorf("%s: axis %d out of range for dst of shape %v", k, axis, dst.Shape)
-	}
-	if len(index.Shape) != 1 {
-		return fmt.Errorf("%s: index has shape %v, want 1-D", k, index.Shape)
-	}
-	shape := dst.Shape.Clone()
-	shape[axis] = index.Shape[0]
-	if !src.Shape.Equal(shape) {
-		return fmt.Errorf("%s: src has shape %v, want %v for dst %v and %d indices", k, src.Shape, shape, dst.Shape, index.Shape[0])
-	}
-	if err := scatterOperands(k, dst, src); err != nil {
+	shape, err := backend.CheckIndexAdd(k, dst, index, src, axis)
+	if err != nil {
 		return err
 	}
 	if err := indexRange(k, index, 0, dst.Shape[axis]); err != nil {
 		return err
 	}
 	scatterWalk(dst, spreadIndex(index, shape, axis), src, axis, shape)
-	return nil
-}
-
-func indexDType(kernel string, index backend.View) error {
-	if index.DType != backend.Int32 && index.DType != backend.Int64 {
-		return fmt.Errorf("%s: index is %v, want int32 or int64", kernel, index.DType)
-	}
-	return nil
-}
-
-func indexDst(kernel string, dst backend.View, dt backend.DType, shape backend.Shape) error {
-	if dst.DType != dt {
-		return fmt.Errorf("%s: dst is %v, want %v", kernel, dst.DType, dt)
-	}
-	if !dst.Shape.Equal(shape) {
-		return fmt.Errorf("%s: dst has shape %v, want %v", kernel, dst.Shape, shape)
-	}
-	if dt.Size() == 0 {
-		return fmt.Errorf("%s: dtype %v", kernel, dt)
-	}
-	return nil
-}
-
-// scatterOperands checks the dtypes of an accumulation and that dst, which
-// is written in place, repeats no element.
-func scatterOperands(kernel string, dst, src backend.View) error {
-	switch dst.DType {
-	case backend.Float32, backend.Float64, backend.Int32, backend.Int64:
-	default:
-		return fmt.Errorf("%s: dst is %v, want float32, float64, int32 or int64", kernel, dst.DType)
-	}
-	if src.DType != dst.DType {
-		return fmt.Errorf("%s: src is %v and dst %v", kernel, src.DType, dst.DType)
-	}
-	for d, n := range dst.Shape {
-		if n > 1 && dst.Strides[d] == 0 {
-			return fmt.Errorf("%s: dst of shape %v has stride 0 on axis %d (a broadcast view cannot be accumulated into)", kernel, dst.Shape, d)
-		}
-	}
 	return nil
 }
 

@@ -44,14 +44,14 @@ func batchNorm(k string, y, saveMean, saveInvStd, x, weight, bias, runningMean, 
 		return err
 	}
 	dt := x.DType
-	if err := denseArg(k, "y", y, dt, x.Shape); err != nil {
+	if err := backend.CheckDense(k, nil, "y", y, dt, x.Shape); err != nil {
 		return err
 	}
 	for _, a := range []struct {
 		name string
 		v    backend.View
 	}{{"weight", weight}, {"bias", bias}, {"running mean", runningMean}, {"running var", runningVar}, {"save mean", saveMean}, {"save invstd", saveInvStd}} {
-		if err := vecArg(k, a.name, a.v, dt, ch); err != nil {
+		if err := backend.CheckVector(k, nil, a.name, a.v, dt, ch); err != nil {
 			return err
 		}
 	}
@@ -116,16 +116,16 @@ func batchNormBackward(k string, dx, dweight, dbias, dy, y, x, weight, saveMean,
 		return err
 	}
 	dt := x.DType
-	if err := denseArg(k, "dy", dy, dt, x.Shape); err != nil {
+	if err := backend.CheckDense(k, nil, "dy", dy, dt, x.Shape); err != nil {
 		return err
 	}
 	if !y.IsZero() {
-		if err := denseArg(k, "y", y, dt, x.Shape); err != nil {
+		if err := backend.CheckDense(k, nil, "y", y, dt, x.Shape); err != nil {
 			return err
 		}
 	}
 	if !dx.IsZero() {
-		if err := denseArg(k, "dx", dx, dt, x.Shape); err != nil {
+		if err := backend.CheckDense(k, nil, "dx", dx, dt, x.Shape); err != nil {
 			return err
 		}
 	}
@@ -136,7 +136,7 @@ func batchNormBackward(k string, dx, dweight, dbias, dy, y, x, weight, saveMean,
 		name string
 		v    backend.View
 	}{{"weight", weight}, {"save mean", saveMean}, {"save invstd", saveInvStd}, {"dweight", dweight}, {"dbias", dbias}} {
-		if err := vecArg(k, a.name, a.v, dt, ch); err != nil {
+		if err := backend.CheckVector(k, nil, a.name, a.v, dt, ch); err != nil {
 			return err
 		}
 	}
@@ -163,10 +163,10 @@ func batchNormArgs(kernel string, x backend.View) (n, ch, sp int, err error) {
 	if len(x.Shape) < 2 {
 		return 0, 0, 0, fmt.Errorf("%s: x has shape %v, want [N, C, ...]", kernel, x.Shape)
 	}
-	if err := floatArg(kernel, x.DType); err != nil {
+	if err := backend.CheckFloat(kernel, x.DType); err != nil {
 		return 0, 0, 0, err
 	}
-	if err := denseArg(kernel, "x", x, x.DType, nil); err != nil {
+	if err := backend.CheckDense(kernel, nil, "x", x, x.DType, nil); err != nil {
 		return 0, 0, 0, err
 	}
 	sp = 1
@@ -438,23 +438,11 @@ func batchNormGradChannels[T float32 | float64](o bnGradOperands[T], k normLoops
 // variance, as PyTorch's layer_norm). Statistics accumulate in float64.
 func (c *Backend) LayerNorm(y, mean, rstd, x, weight, bias backend.View, normSize int, eps float64) error {
 	const k = "cpu: layer_norm"
-	rows, err := layerNormArgs(k, x, normSize)
+	rows, err := backend.CheckLayerNorm(k, nil, y, mean, rstd, x, weight, bias, normSize)
 	if err != nil {
 		return err
 	}
 	dt, d := x.DType, normSize
-	if err := denseArg(k, "y", y, dt, x.Shape); err != nil {
-		return err
-	}
-	for _, a := range []struct {
-		name string
-		v    backend.View
-		n    int
-	}{{"weight", weight, d}, {"bias", bias, d}, {"mean", mean, rows}, {"rstd", rstd, rows}} {
-		if err := vecArg(k, a.name, a.v, dt, a.n); err != nil {
-			return err
-		}
-	}
 	switch dt {
 	case backend.Float32:
 		layerNormRows(elems[float32](y, rows*d), elems[float32](mean, rows), elems[float32](rstd, rows),
@@ -476,31 +464,11 @@ func (c *Backend) LayerNorm(y, mean, rstd, x, weight, bias backend.View, normSiz
 // order, so they do not depend on the number of threads.
 func (c *Backend) LayerNormBackward(dx, dweight, dbias, dy, x, weight, mean, rstd backend.View, normSize int) error {
 	const k = "cpu: layer_norm_backward"
-	rows, err := layerNormArgs(k, x, normSize)
+	rows, err := backend.CheckLayerNormBackward(k, nil, dx, dweight, dbias, dy, x, weight, mean, rstd, normSize)
 	if err != nil {
 		return err
 	}
 	dt, d := x.DType, normSize
-	if err := denseArg(k, "dy", dy, dt, x.Shape); err != nil {
-		return err
-	}
-	if !dx.IsZero() {
-		if err := denseArg(k, "dx", dx, dt, x.Shape); err != nil {
-			return err
-		}
-	}
-	if mean.IsZero() || rstd.IsZero() {
-		return fmt.Errorf("%s: mean and rstd are required", k)
-	}
-	for _, a := range []struct {
-		name string
-		v    backend.View
-		n    int
-	}{{"weight", weight, d}, {"dweight", dweight, d}, {"dbias", dbias, d}, {"mean", mean, rows}, {"rstd", rstd, rows}} {
-		if err := vecArg(k, a.name, a.v, dt, a.n); err != nil {
-			return err
-		}
-	}
 	switch dt {
 	case backend.Float32:
 		layerNormGradRows(elems[float32](dx, rows*d), elems[float32](dweight, d), elems[float32](dbias, d),
@@ -512,22 +480,6 @@ func (c *Backend) LayerNormBackward(dx, dweight, dbias, dy, x, weight, mean, rst
 			elems[float64](mean, rows), elems[float64](rstd, rows), rows, d)
 	}
 	return nil
-}
-
-// layerNormArgs checks x and normSize, which must be the product of some
-// trailing axes of x, and returns the number of groups.
-func layerNormArgs(kernel string, x backend.View, normSize int) (rows int, err error) {
-	if err := floatArg(kernel, x.DType); err != nil {
-		return 0, err
-	}
-	if err := denseArg(kernel, "x", x, x.DType, nil); err != nil {
-		return 0, err
-	}
-	rows, err = backend.NormGroups(x.Shape, normSize)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", kernel, err)
-	}
-	return rows, nil
 }
 
 func layerNormRows[T float32 | float64](y, mean, rstd, x, w, b []T, rows, d int, eps float64) {

@@ -24,7 +24,7 @@ func (c *Backend) SGDStep(param, grad, buf backend.View, p backend.SGDParams) er
 		return err
 	}
 	if p.Momentum != 0 {
-		if err := denseArg(k, "momentum buffer", buf, param.DType, param.Shape); err != nil {
+		if err := backend.CheckDense(k, nil, "momentum buffer", buf, param.DType, param.Shape); err != nil {
 			return err
 		}
 	}
@@ -89,10 +89,10 @@ func (c *Backend) AdamWStep(param, grad, m, v backend.View, p backend.AdamWParam
 	if err := optimArgs(k, param, grad); err != nil {
 		return err
 	}
-	if err := denseArg(k, "m", m, param.DType, param.Shape); err != nil {
+	if err := backend.CheckDense(k, nil, "m", m, param.DType, param.Shape); err != nil {
 		return err
 	}
-	if err := denseArg(k, "v", v, param.DType, param.Shape); err != nil {
+	if err := backend.CheckDense(k, nil, "v", v, param.DType, param.Shape); err != nil {
 		return err
 	}
 	if p.Step < 1 {
@@ -128,11 +128,11 @@ func adamWStep[T float](w, g, m, v []T, p backend.AdamWParams) {
 
 // optimArgs checks the parameter and gradient of an optimizer update.
 func optimArgs(kernel string, param, grad backend.View) error {
-	if err := floatArg(kernel, param.DType); err != nil {
+	if err := backend.CheckFloat(kernel, param.DType); err != nil {
 		return err
 	}
-	if err := denseArg(kernel, "param", param, param.DType, nil); err != nil {
+	if err := backend.CheckDense(kernel, nil, "param", param, param.DType, nil); err != nil {
 		return err
 	}
-	return denseArg(kernel, "grad", grad, param.DType, param.Shape)
+	return backend.CheckDense(kernel, nil, "grad", grad, param.DType, param.Shape)
 }

@@ -3,9 +3,9 @@ package cpu
 import (
 	"fmt"
 	"math"
-	"math/bits"
 
 	"github.com/flockml/flock/backend"
+	"github.com/flockml/flock/internal/philox"
 )
 
 // Random numbers come from Philox4x32-10 (Salmon, Moraes, Dror and Shaw,
@@ -13,7 +13,8 @@ import (
 // generator: a bijection of a 128-bit counter under a 64-bit key, so any
 // element of the stream can be computed on its own.
 //
-// The stream of a seed s is laid out as follows. The key is
+// The stream of a seed s is laid out as follows (philox.Block computes a
+// block). The key is
 // (uint32(s), uint32(s>>32)). Stream position j (element i of a call has
 // j = Offset+i) belongs to block b = j/4 and lane j%4. Block b is the
 // Philox output W = (w0, w1, w2, w3) of the counter (uint32(b), uint32(b>>32), 0, 0);
@@ -33,52 +34,24 @@ import (
 // Normal pairs the lanes of a block, so draws meant to be independent
 // should start at multiples of 4 (tensor.Generator reserves its ranges so).
 
-// Philox4x32 constants: the round multipliers and the Weyl key increments.
-const (
-	philoxM0 = 0xD2511F53
-	philoxM1 = 0xCD9E8D57
-	philoxW0 = 0x9E3779B9
-	philoxW1 = 0xBB67AE85
-)
-
-// philox4x32 applies the ten rounds of Philox4x32 to counter c under key
-// (k0, k1).
-func philox4x32(c [4]uint32, k0, k1 uint32) [4]uint32 {
-	c0, c1, c2, c3 := c[0], c[1], c[2], c[3]
-	for r := 0; r < 10; r++ {
-		if r > 0 {
-			k0, k1 = k0+philoxW0, k1+philoxW1
-		}
-		c0, c1, c2, c3 = philoxRound(c0, c1, c2, c3, k0, k1)
-	}
-	return [4]uint32{c0, c1, c2, c3}
-}
-
-// philoxRound is one Philox4x32 round under round key (k0, k1).
-func philoxRound(c0, c1, c2, c3, k0, k1 uint32) (uint32, uint32, uint32, uint32) {
-	hi0, lo0 := bits.Mul32(philoxM0, c0)
-	hi1, lo1 := bits.Mul32(philoxM1, c2)
-	return hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
-}
-
 // stream computes the draws of one seed.
 type stream struct {
-	k0, k1 uint32
-	wide   bool // float64 draws: compute V as well as W
-	w, v   [4]uint32
+	key  [2]uint32
+	wide bool // float64 draws: compute V as well as W
+	w, v [4]uint32
 }
 
 func newStream(seed uint64, wide bool) stream {
-	return stream{k0: uint32(seed), k1: uint32(seed >> 32), wide: wide}
+	return stream{key: [2]uint32{uint32(seed), uint32(seed >> 32)}, wide: wide}
 }
 
 // load computes block b.
 func (s *stream) load(b uint64) {
 	ctr := [4]uint32{uint32(b), uint32(b >> 32), 0, 0}
-	s.w = philox4x32(ctr, s.k0, s.k1)
+	s.w = philox.Block(ctr, s.key)
 	if s.wide {
 		ctr[2] = 1
-		s.v = philox4x32(ctr, s.k0, s.k1)
+		s.v = philox.Block(ctr, s.key)
 	}
 }
 

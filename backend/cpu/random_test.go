@@ -2,24 +2,6 @@ package cpu
 
 import "testing"
 
-// TestPhilox checks the Random123 known-answer vectors of Philox4x32-10.
-func TestPhilox(t *testing.T) {
-	t.Parallel()
-	cases := []struct {
-		ctr    [4]uint32
-		k0, k1 uint32
-		want   [4]uint32
-	}{
-		{[4]uint32{}, 0, 0, [4]uint32{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
-		{[4]uint32{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}, 0xffffffff, 0xffffffff, [4]uint32{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
-	}
-	for _, c := range cases {
-		if got := philox4x32(c.ctr, c.k0, c.k1); got != c.want {
-			t.Errorf("philox4x32(%x, %x, %x) = %x, want %x", c.ctr, c.k0, c.k1, got, c.want)
-		}
-	}
-}
-
 func TestUniformBits(t *testing.T) {
 	t.Parallel()
 	s := newStream(5, true)

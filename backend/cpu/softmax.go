@@ -7,51 +7,6 @@ import (
 	"github.com/flockml/flock/backend"
 )
 
-// denseArg checks that v, the operand called name of a kernel, has dtype dt,
-// the given shape (when shape is not nil) and a row-major contiguous layout.
-func denseArg(kernel, name string, v backend.View, dt backend.DType, shape backend.Shape) error {
-	if v.IsZero() {
-		return fmt.Errorf("%s: %s is missing", kernel, name)
-	}
-	if v.DType != dt {
-		return fmt.Errorf("%s: %s is %v, want %v", kernel, name, v.DType, dt)
-	}
-	if shape != nil && !v.Shape.Equal(shape) {
-		return fmt.Errorf("%s: %s has shape %v, want %v", kernel, name, v.Shape, shape)
-	}
-	if !v.IsContiguous() {
-		return fmt.Errorf("%s: %s (shape %v, strides %v) is not contiguous", kernel, name, v.Shape, v.Strides)
-	}
-	return nil
-}
-
-// vecArg checks an optional per-channel or per-group operand: absent (the
-// zero View), or a contiguous view of dtype dt holding n elements in any
-// shape.
-func vecArg(kernel, name string, v backend.View, dt backend.DType, n int) error {
-	if v.IsZero() {
-		return nil
-	}
-	if v.DType != dt {
-		return fmt.Errorf("%s: %s is %v, want %v", kernel, name, v.DType, dt)
-	}
-	if v.NumElements() != n {
-		return fmt.Errorf("%s: %s has shape %v, want %d elements", kernel, name, v.Shape, n)
-	}
-	if !v.IsContiguous() {
-		return fmt.Errorf("%s: %s (shape %v, strides %v) is not contiguous", kernel, name, v.Shape, v.Strides)
-	}
-	return nil
-}
-
-// floatArg checks that dt is a dtype the float kernels compute in.
-func floatArg(kernel string, dt backend.DType) error {
-	if dt != backend.Float32 && dt != backend.Float64 {
-		return fmt.Errorf("%s: dtype %v, want float32 or float64", kernel, dt)
-	}
-	return nil
-}
-
 // elems returns the n elements of a contiguous view as a slice of the
 // buffer, or nil for the zero View.
 func elems[T any](v backend.View, n int) []T {
@@ -129,7 +84,7 @@ func softmaxArgs(kernel string, shape backend.Shape, axis int, vs ...backend.Vie
 	if axis < 0 || axis >= len(shape) {
 		return fmt.Errorf("%s: axis %d out of range for shape %v", kernel, axis, shape)
 	}
-	if err := floatArg(kernel, vs[0].DType); err != nil {
+	if err := backend.CheckFloat(kernel, vs[0].DType); err != nil {
 		return err
 	}
 	names := []string{"y", "dy", "dx"}
@@ -137,7 +92,7 @@ func softmaxArgs(kernel string, shape backend.Shape, axis int, vs ...backend.Vie
 		names = []string{"x", "dst"}
 	}
 	for i, v := range vs {
-		if err := denseArg(kernel, names[i], v, vs[0].DType, shape); err != nil {
+		if err := backend.CheckDense(kernel, nil, names[i], v, vs[0].DType, shape); err != nil {
 			return err
 		}
 	}

@@ -306,34 +306,18 @@ func (b *Backend) checkSame(kernel string, dst backend.View, names []string, ins
 // checkDense validates an operand of the heavier kernels: dtype dt, shape
 // (when not nil) and row-major contiguous.
 func (b *Backend) checkDense(kernel, name string, v backend.View, dt backend.DType, shape backend.Shape) error {
-	if err := b.checkView(kernel, name, v); err != nil {
-		return err
-	}
-	if v.DType != dt {
-		return fmt.Errorf("cuda: %s: %s is %v, want %v", kernel, name, v.DType, dt)
-	}
-	if shape != nil && !v.Shape.Equal(shape) {
-		return fmt.Errorf("cuda: %s: %s has shape %v, want %v", kernel, name, v.Shape, shape)
-	}
-	if !v.IsContiguous() {
-		return fmt.Errorf("cuda: %s: %s (shape %v, strides %v) is not contiguous", kernel, name, v.Shape, v.Strides)
-	}
-	return nil
+	return backend.CheckDense("cuda: "+kernel, b.operandCheck(kernel), name, v, dt, shape)
 }
 
 // checkOptional validates an optional per-channel operand: absent (the zero
 // View), or a contiguous view of dtype dt holding n elements.
 func (b *Backend) checkOptional(kernel, name string, v backend.View, dt backend.DType, n int) error {
-	if v.IsZero() {
-		return nil
-	}
-	if err := b.checkDense(kernel, name, v, dt, nil); err != nil {
-		return err
-	}
-	if v.NumElements() != n {
-		return fmt.Errorf("cuda: %s: %s has %d elements, want %d", kernel, name, v.NumElements(), n)
-	}
-	return nil
+	return backend.CheckVector("cuda: "+kernel, b.operandCheck(kernel), name, v, dt, n)
+}
+
+// operandCheck is checkView for the backend's shared operand checks.
+func (b *Backend) operandCheck(kernel string) backend.OperandCheck {
+	return func(name string, v backend.View) error { return b.checkView(kernel, name, v) }
 }
 
 // optPtr is the address of an optional operand, 0 when absent.
@@ -345,10 +329,7 @@ func (b *Backend) optPtr(v backend.View) uintptr {
 }
 
 func floatType(kernel string, dt backend.DType) error {
-	if dt != backend.Float32 && dt != backend.Float64 {
-		return fmt.Errorf("cuda: %s: dtype %v, want float32 or float64", kernel, dt)
-	}
-	return nil
+	return backend.CheckFloat("cuda: "+kernel, dt)
 }
 
 // typeTag is the suffix of a kernel's name for dtype dt.

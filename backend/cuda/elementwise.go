@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/flockml/flock/backend"
+	"github.com/flockml/flock/internal/float16"
 )
 
 // maxDims is the most axes a strided kernel walks (MAXD in common.cuh), after
@@ -194,9 +195,9 @@ func fillBits(dt backend.DType, value float64) (uint64, error) {
 	case backend.Float64:
 		return math.Float64bits(value), nil
 	case backend.Float16:
-		return uint64(float32ToHalf(float32(value))), nil
+		return uint64(float16.FromFloat32(float32(value))), nil
 	case backend.BFloat16:
-		return uint64(float32ToBFloat16(float32(value))), nil
+		return uint64(float16.BFloat16FromFloat32(float32(value))), nil
 	case backend.Int32:
 		return uint64(uint32(int32(value))), nil
 	case backend.Int64:
@@ -210,55 +211,6 @@ func fillBits(dt backend.DType, value float64) (uint64, error) {
 		return 0, nil
 	}
 	return 0, fmt.Errorf("cuda: fill: dtype %v", dt)
-}
-
-// float32ToHalf rounds f to IEEE binary16, to nearest with ties to even.
-func float32ToHalf(f float32) uint16 {
-	bits := math.Float32bits(f)
-	sign := uint16(bits>>16) & 0x8000
-	exp := int(bits>>23) & 0xff
-	mant := bits & 0x7fffff
-	if exp == 0xff {
-		if mant != 0 {
-			return sign | 0x7e00
-		}
-		return sign | 0x7c00
-	}
-	e := exp - 127 + 15
-	if e >= 31 {
-		return sign | 0x7c00
-	}
-	if e <= 0 {
-		// A half subnormal counts units of 2⁻²⁴.
-		shift := uint(126 - exp)
-		if shift > 31 {
-			return sign
-		}
-		m := mant | 0x800000
-		k := m >> shift
-		rem, half := m&(1<<shift-1), uint32(1)<<(shift-1)
-		if rem > half || (rem == half && k&1 == 1) {
-			k++
-		}
-		return sign | uint16(k)
-	}
-	h := uint32(e)<<10 | mant>>13
-	rem := mant & 0x1fff
-	if rem > 0x1000 || (rem == 0x1000 && h&1 == 1) {
-		h++
-	}
-	return sign | uint16(h)
-}
-
-// float32ToBFloat16 rounds f to bfloat16, to nearest with ties to even; a
-// NaN stays a quiet NaN.
-func float32ToBFloat16(f float32) uint16 {
-	b := math.Float32bits(f)
-	if f != f {
-		return uint16(b>>16) | 0x40
-	}
-	b += 0x7fff + (b>>16)&1
-	return uint16(b >> 16)
 }
 
 // Fill implements backend.Backend for every dtype; dst may have any

@@ -8,13 +8,6 @@ import (
 	"github.com/flockml/flock/backend"
 )
 
-func indexType(kernel string, index backend.View) error {
-	if index.DType != backend.Int32 && index.DType != backend.Int64 {
-		return fmt.Errorf("cuda: %s: index is %v, want int32 or int64", kernel, index.DType)
-	}
-	return nil
-}
-
 // spreadIndex presents a 1-D index as a view of shape with the index running
 // along axis and repeated (stride 0) along every other axis.
 func spreadIndex(index backend.View, shape backend.Shape, axis int) backend.View {
@@ -101,23 +94,8 @@ func (b *Backend) gather(dst, xBase, index backend.View, xs, n int) error {
 // have any strides.
 func (b *Backend) Gather(dst, x, index backend.View, axis int) error {
 	const k = "gather"
-	if err := indexType(k, index); err != nil {
+	if err := backend.CheckGather("cuda: "+k, dst, x, index, axis); err != nil {
 		return err
-	}
-	r := len(x.Shape)
-	if axis < 0 || axis >= r {
-		return fmt.Errorf("cuda: %s: axis %d out of range for x of shape %v", k, axis, x.Shape)
-	}
-	if len(index.Shape) != r {
-		return fmt.Errorf("cuda: %s: index of shape %v and x of shape %v differ in rank", k, index.Shape, x.Shape)
-	}
-	for d := range r {
-		if d != axis && index.Shape[d] > x.Shape[d] {
-			return fmt.Errorf("cuda: %s: index of shape %v exceeds x of shape %v on axis %d", k, index.Shape, x.Shape, d)
-		}
-	}
-	if dst.DType != x.DType || !dst.Shape.Equal(index.Shape) {
-		return fmt.Errorf("cuda: %s: dst is %v%v, want %v%v", k, dst.DType, dst.Shape, x.DType, index.Shape)
 	}
 	for i, v := range []backend.View{dst, x, index} {
 		if err := b.checkView(k, []string{"dst", "x", "index"}[i], v); err != nil {
@@ -133,19 +111,9 @@ func (b *Backend) Gather(dst, x, index backend.View, axis int) error {
 // IndexSelect implements backend.Backend for every dtype.
 func (b *Backend) IndexSelect(dst, x, index backend.View, axis int) error {
 	const k = "index_select"
-	if err := indexType(k, index); err != nil {
+	shape, err := backend.CheckIndexSelect("cuda: "+k, dst, x, index, axis)
+	if err != nil {
 		return err
-	}
-	if axis < 0 || axis >= len(x.Shape) {
-		return fmt.Errorf("cuda: %s: axis %d out of range for x of shape %v", k, axis, x.Shape)
-	}
-	if len(index.Shape) != 1 {
-		return fmt.Errorf("cuda: %s: index has shape %v, want 1-D", k, index.Shape)
-	}
-	shape := x.Shape.Clone()
-	shape[axis] = index.Shape[0]
-	if dst.DType != x.DType || !dst.Shape.Equal(shape) {
-		return fmt.Errorf("cuda: %s: dst is %v%v, want %v%v", k, dst.DType, dst.Shape, x.DType, shape)
 	}
 	for i, v := range []backend.View{dst, x, index} {
 		if err := b.checkView(k, []string{"dst", "x", "index"}[i], v); err != nil {
@@ -156,23 +124,6 @@ func (b *Backend) IndexSelect(dst, x, index backend.View, axis int) error {
 		return err
 	}
 	return b.gather(dst, axisDropped(x, shape, axis), spreadIndex(index, shape, axis), x.Strides[axis], x.Shape[axis])
-}
-
-func scatterTypes(kernel string, dst, src backend.View) error {
-	switch dst.DType {
-	case backend.Float32, backend.Float64, backend.Int32, backend.Int64:
-	default:
-		return fmt.Errorf("cuda: %s: dst is %v, want float32, float64, int32 or int64", kernel, dst.DType)
-	}
-	if src.DType != dst.DType {
-		return fmt.Errorf("cuda: %s: src is %v and dst %v", kernel, src.DType, dst.DType)
-	}
-	for d, n := range dst.Shape {
-		if n > 1 && dst.Strides[d] == 0 {
-			return fmt.Errorf("cuda: %s: dst of shape %v has stride 0 on axis %d (a broadcast view cannot be accumulated into)", kernel, dst.Shape, d)
-		}
-	}
-	return nil
 }
 
 // scatterAdd runs scatter_add over shape (index's shape, or src's for
@@ -211,22 +162,7 @@ func (b *Backend) scatterAdd(dst, index, src backend.View, axis int, shape backe
 // thread's, added in order, so results do not depend on scheduling.
 func (b *Backend) ScatterAdd(dst, index, src backend.View, axis int) error {
 	const k = "scatter_add"
-	if err := indexType(k, index); err != nil {
-		return err
-	}
-	r := len(dst.Shape)
-	if axis < 0 || axis >= r {
-		return fmt.Errorf("cuda: %s: axis %d out of range for dst of shape %v", k, axis, dst.Shape)
-	}
-	if len(index.Shape) != r || len(src.Shape) != r {
-		return fmt.Errorf("cuda: %s: dst %v, index %v and src %v differ in rank", k, dst.Shape, index.Shape, src.Shape)
-	}
-	for d := range r {
-		if index.Shape[d] > src.Shape[d] || (d != axis && index.Shape[d] > dst.Shape[d]) {
-			return fmt.Errorf("cuda: %s: index of shape %v exceeds src %v or dst %v on axis %d", k, index.Shape, src.Shape, dst.Shape, d)
-		}
-	}
-	if err := scatterTypes(k, dst, src); err != nil {
+	if err := backend.CheckScatterAdd("cuda: "+k, dst, index, src, axis); err != nil {
 		return err
 	}
 	for i, v := range []backend.View{dst, index, src} {
@@ -243,21 +179,8 @@ func (b *Backend) ScatterAdd(dst, index, src backend.View, axis int) error {
 // IndexAdd implements backend.Backend; repeated indices accumulate in order.
 func (b *Backend) IndexAdd(dst, index, src backend.View, axis int) error {
 	const k = "index_add"
-	if err := indexType(k, index); err != nil {
-		return err
-	}
-	if axis < 0 || axis >= len(dst.Shape) {
-		return fmt.Errorf("cuda: %s: axis %d out of range for dst of shape %v", k, axis, dst.Shape)
-	}
-	if len(index.Shape) != 1 {
-		return fmt.Errorf("cuda: %s: index has shape %v, want 1-D", k, index.Shape)
-	}
-	shape := dst.Shape.Clone()
-	shape[axis] = index.Shape[0]
-	if !src.Shape.Equal(shape) {
-		return fmt.Errorf("cuda: %s: src has shape %v, want %v for dst %v and %d indices", k, src.Shape, shape, dst.Shape, index.Shape[0])
-	}
-	if err := scatterTypes(k, dst, src); err != nil {
+	shape, err := backend.CheckIndexAdd("cuda: "+k, dst, index, src, axis)
+	if err != nil {
 		return err
 	}
 	for i, v := range []backend.View{dst, index, src} {

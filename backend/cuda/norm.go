@@ -182,41 +182,15 @@ func (b *Backend) BatchNormBackward(dx, dweight, dbias, dy, x, weight, saveMean,
 	return b.launchN("norm", "bn_back_dx_"+t, total, d)
 }
 
-func (b *Backend) layerNormArgs(kernel string, x backend.View, normSize int) (rows int, err error) {
-	if err := floatType(kernel, x.DType); err != nil {
-		return 0, err
-	}
-	if err := b.checkDense(kernel, "x", x, x.DType, nil); err != nil {
-		return 0, err
-	}
-	rows, err = backend.NormGroups(x.Shape, normSize)
-	if err != nil {
-		return 0, fmt.Errorf("cuda: %s: %w", kernel, err)
-	}
-	return rows, nil
-}
-
 // LayerNorm implements backend.Backend: one block per group, mean and
 // biased variance in float64.
 func (b *Backend) LayerNorm(y, mean, rstd, x, weight, bias backend.View, normSize int, eps float64) error {
 	const k = "layer_norm"
-	rows, err := b.layerNormArgs(k, x, normSize)
+	rows, err := backend.CheckLayerNorm("cuda: "+k, b.operandCheck(k), y, mean, rstd, x, weight, bias, normSize)
 	if err != nil {
 		return err
 	}
 	dt, d := x.DType, normSize
-	if err := b.checkDense(k, "y", y, dt, x.Shape); err != nil {
-		return err
-	}
-	for _, a := range []struct {
-		name string
-		v    backend.View
-		n    int
-	}{{"weight", weight, d}, {"bias", bias, d}, {"mean", mean, rows}, {"rstd", rstd, rows}} {
-		if err := b.checkOptional(k, a.name, a.v, dt, a.n); err != nil {
-			return err
-		}
-	}
 	if rows == 0 {
 		return nil
 	}
@@ -231,31 +205,11 @@ func (b *Backend) LayerNorm(y, mean, rstd, x, weight, bias backend.View, normSiz
 // depend on scheduling.
 func (b *Backend) LayerNormBackward(dx, dweight, dbias, dy, x, weight, mean, rstd backend.View, normSize int) error {
 	const k = "layer_norm_backward"
-	rows, err := b.layerNormArgs(k, x, normSize)
+	rows, err := backend.CheckLayerNormBackward("cuda: "+k, b.operandCheck(k), dx, dweight, dbias, dy, x, weight, mean, rstd, normSize)
 	if err != nil {
 		return err
 	}
 	dt, d := x.DType, normSize
-	if err := b.checkDense(k, "dy", dy, dt, x.Shape); err != nil {
-		return err
-	}
-	if !dx.IsZero() {
-		if err := b.checkDense(k, "dx", dx, dt, x.Shape); err != nil {
-			return err
-		}
-	}
-	if mean.IsZero() || rstd.IsZero() {
-		return fmt.Errorf("cuda: %s: mean and rstd are required", k)
-	}
-	for _, a := range []struct {
-		name string
-		v    backend.View
-		n    int
-	}{{"weight", weight, d}, {"dweight", dweight, d}, {"dbias", dbias, d}, {"mean", mean, rows}, {"rstd", rstd, rows}} {
-		if err := b.checkOptional(k, a.name, a.v, dt, a.n); err != nil {
-			return err
-		}
-	}
 	t := typeTag(dt)
 	if !dx.IsZero() && rows > 0 {
 		a := new(Args)

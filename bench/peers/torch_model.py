@@ -86,7 +86,7 @@ VIT = {"tiny": (192, 12, 3), "small": (384, 12, 6), "base": (768, 12, 12), "larg
 def build(name, image, channels, classes):
     import torchvision
     if name in ("mlp", "cnn"):
-        return torch_train.build(name)
+        return torch_train.build(name, channels, image, classes)
     if name.startswith("resnet") and name[6:].isdigit() and int(name[6:]) in (20, 32, 44, 56, 110):
         return CIFARResNet(int(name[6:]), channels, classes)
     if name.startswith("resnet") or name.startswith("wide_resnet"):

@@ -29,21 +29,25 @@ LEARNING_RATE = 0.01
 MOMENTUM = 0.9
 
 
-def build(name):
+def build(name, channels=1, image=28, classes=10):
+    """The network flock registers as name, for channels×image×image inputs
+    and the given number of classes (Fashion-MNIST's by default)."""
     if name == "mlp":
         return nn.Sequential(
             nn.Flatten(1, -1),
-            nn.Linear(784, 256), nn.ReLU(),
+            nn.Linear(channels * image * image, 256), nn.ReLU(),
             nn.Linear(256, 256), nn.ReLU(),
-            nn.Linear(256, 10),
+            nn.Linear(256, classes),
         )
     if name == "cnn":
+        if image % 4:
+            raise SystemExit(f"torch_train: cnn needs an image side divisible by 4, got {image}")
         return nn.Sequential(
-            nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(channels, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
             nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
             nn.Flatten(1, -1),
-            nn.Linear(32 * 7 * 7, 64), nn.ReLU(),
-            nn.Linear(64, 10),
+            nn.Linear(32 * (image // 4) * (image // 4), 64), nn.ReLU(),
+            nn.Linear(64, classes),
         )
     raise SystemExit(f"torch_train: unknown model {name!r} (available: cnn, mlp)")
 

@@ -222,18 +222,18 @@ func runBenchAllReduce(args []string, stdout, stderr io.Writer) int {
 	}
 	ms, err := bench.RunAllReduce(ctx, cfg, emit)
 	if err != nil {
-		return rep.fail(ctx, err)
+		return rep.failRun(ctx, err)
 	}
 	sums := bench.SummarizeAllReduce(ms, o.peer)
 	err = summaries(rep, sums, func(s bench.AllReduceSummary) any { return summaryRecord(s, o.peer) }, func(w io.Writer) error {
 		return bench.WriteAllReduceTable(w, sums, o.peer)
 	})
 	if err != nil {
-		return rep.fail(nil, err)
+		return rep.fail(err)
 	}
 	if o.out != "" {
 		if err := writeAllReduceResults(o.out, machine, ms, sums, o.peer, cfg, start); err != nil {
-			return rep.fail(nil, err)
+			return rep.fail(err)
 		}
 	}
 	return exitOK

@@ -97,12 +97,7 @@ func runBenchGemm(args []string, stdout, stderr io.Writer) int {
 		}
 		cfg.PeerCommand = []string{o.python, o.script}
 	}
-	peaks := map[int]float64{}
-	for _, t := range threads {
-		if p, ok := cpu.MeasurePeak(t, 200*time.Millisecond); ok {
-			peaks[t] = p
-		}
-	}
+	peaks := measurePeaks(threads)
 	cfg.Peak = func(t int) float64 { return peaks[t] }
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -128,7 +123,7 @@ func runBenchGemm(args []string, stdout, stderr io.Writer) int {
 	}
 	ms, err := bench.RunGemm(ctx, cfg, emit)
 	if err != nil {
-		return rep.fail(ctx, err)
+		return rep.failRun(ctx, err)
 	}
 	sums := bench.SummarizeGemm(ms, o.peer)
 	err = summaries(rep, sums, func(s bench.GemmSummary) any { return gemmSummaryRecord(s, o.peer) }, func(w io.Writer) error {
@@ -139,14 +134,26 @@ func runBenchGemm(args []string, stdout, stderr io.Writer) int {
 		return err
 	})
 	if err != nil {
-		return rep.fail(nil, err)
+		return rep.fail(err)
 	}
 	if o.out != "" {
 		if err := writeGemmResults(o.out, machine, ms, sums, o.peer, threads, peaks, start); err != nil {
-			return rep.fail(nil, err)
+			return rep.fail(err)
 		}
 	}
 	return exitOK
+}
+
+// measurePeaks measures the float32 peak of each thread count: the GFLOP/s
+// of independent FMAs (cpu.MeasurePeak), absent under the pure-Go kernels.
+func measurePeaks(threads []int) map[int]float64 {
+	peaks := map[int]float64{}
+	for _, t := range threads {
+		if p, ok := cpu.MeasurePeak(t, 200*time.Millisecond); ok {
+			peaks[t] = p
+		}
+	}
+	return peaks
 }
 
 func formatPeaks(threads []int, peaks map[int]float64) string {

@@ -123,7 +123,7 @@ func runBenchLoader(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	rep := newBenchReport("loader", o.json, stdout, stderr)
-	fail := func(err error) int { return rep.fail(ctx, err) }
+	fail := func(err error) int { return rep.failRun(ctx, err) }
 	if o.synthetic > 0 {
 		dir, err := os.MkdirTemp("", "flock-bench-loader-")
 		if err != nil {

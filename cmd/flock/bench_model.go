@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flockml/flock/backend/cpu"
 	"github.com/flockml/flock/bench"
 )
 
@@ -50,7 +51,7 @@ func modelFlags(o *modelOptions) *flag.FlagSet {
 	fs.StringVar(&o.peer, "peer", "", "also measure `PEER`, alternating with flock: torch (PyTorch eager)")
 	fs.StringVar(&o.python, "python", bench.DefaultPython, "Python interpreter with PyTorch and torchvision, for --peer torch")
 	fs.StringVar(&o.script, "peer-script", filepath.Join("bench", "peers", "torch_model.py"), "the PyTorch peer's script")
-	fs.Float64Var(&o.peak, "peak-gflops", 0, "the machine's float32 peak in GFLOP/s for the fraction-of-peak column (default: estimated from /proc/cpuinfo)")
+	fs.Float64Var(&o.peak, "peak-gflops", 0, "the machine's float32 peak in GFLOP/s for the fraction-of-peak column (default: measured as flock bench gemm does, by independent FMAs on all threads)")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "limit of each run")
 	fs.BoolVar(&o.json, "json", false, "write JSON Lines records to stdout instead of the table")
 	fs.StringVar(&o.out, "out", "", "also write model_<date>.jsonl and model_<date>.md into `DIR` (e.g. bench/results)")
@@ -100,11 +101,16 @@ func runBenchModel(args []string, stdout, stderr io.Writer) int {
 	rep := newBenchReport("model", o.json, stdout, stderr)
 	exe, err := os.Executable()
 	if err != nil {
-		return rep.fail(nil, err)
+		return rep.fail(err)
 	}
 	peak, peakHow := o.peak, "given by --peak-gflops"
 	if peak == 0 {
-		peak, peakHow = bench.NominalPeak(runtime.GOMAXPROCS(0))
+		threads := runtime.GOMAXPROCS(0)
+		peak = measurePeaks([]int{threads})[threads]
+		peakHow = fmt.Sprintf("measured by independent FMAs on %d threads, %s", threads, cpu.KernelPath())
+		if peak == 0 {
+			peakHow = "not measured (pure-Go kernels)"
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -130,7 +136,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) int {
 				}
 				r, err := runModelMeasurement(ctx, argv, o.timeout, stderr)
 				if err != nil {
-					return rep.fail(ctx, fmt.Errorf("%s %s: %w", impl, name, err))
+					return rep.failRun(ctx, fmt.Errorf("%s %s: %w", impl, name, err))
 				}
 				r.Impl, r.Round, r.Warmup = impl, round, round == 0
 				if impl == "torch" {
@@ -155,7 +161,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) int {
 	})
 	if o.out != "" {
 		if err := writeModelResults(o.out, machine, records, sums, o.peer, peak, peakHow, start); err != nil {
-			return rep.fail(nil, err)
+			return rep.fail(err)
 		}
 	}
 	return exitOK

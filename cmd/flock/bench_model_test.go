@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/flockml/flock/backend/cpu"
 )
 
 func TestBenchModelUsage(t *testing.T) {
@@ -77,5 +80,51 @@ func TestBenchModel(t *testing.T) {
 		if len(m) != 1 {
 			t.Errorf("%d model_*%s files in --out, want 1", len(m), ext)
 		}
+	}
+}
+
+// TestBenchModelPeak runs the CNN on 3-channel 32×32 images without
+// --peak-gflops: the peak is measured as flock bench gemm measures it, not
+// guessed from the nominal clock. With FLOCK_TEST_TORCH=1 the PyTorch peer
+// builds the same 3-channel network.
+func TestBenchModelPeak(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds flock; skipped in -short mode")
+	}
+	args := []string{"bench", "model", "--model", "cnn", "--batch", "2", "--image", "32", "--channels", "3",
+		"--warmup", "0", "--steps", "1", "--pairs", "1", "--json"}
+	if os.Getenv("FLOCK_TEST_TORCH") == "1" {
+		args = append(args, "--peer", "torch", "--peer-script", filepath.Join("..", "..", "bench", "peers", "torch_model.py"))
+	}
+	// conv(3→16) + conv(16→32) + linear(32·8·8→64) + linear(64→10).
+	const params = 3*16*9 + 16 + 16*32*9 + 32 + 32*8*8*64 + 64 + 64*10 + 10
+	runs := 0
+	for _, line := range runJSONLines(t, args...) {
+		var rec struct {
+			Record       string  `json:"record"`
+			Impl         string  `json:"impl"`
+			Params       int     `json:"params"`
+			Peak         float64 `json:"peak_gflops"`
+			PeakEstimate string  `json:"peak_estimate"`
+		}
+		if err := json.Unmarshal(line, &rec); err != nil {
+			t.Fatalf("line %q: %v", string(line), err)
+		}
+		switch {
+		case rec.Record == "machine":
+			measured := cpu.KernelPath() != "go"
+			if measured && (rec.Peak <= 0 || !strings.Contains(rec.PeakEstimate, "independent FMAs")) ||
+				!measured && (rec.Peak != 0 || !strings.Contains(rec.PeakEstimate, "not measured")) {
+				t.Errorf("machine record: peak %v GFLOP/s (%s), want it measured by independent FMAs on the %s kernels", rec.Peak, rec.PeakEstimate, cpu.KernelPath())
+			}
+		case rec.Record == "":
+			runs++
+			if rec.Params != params {
+				t.Errorf("%s: %d parameters, want %d", rec.Impl, rec.Params, params)
+			}
+		}
+	}
+	if runs == 0 {
+		t.Error("no measurement records")
 	}
 }

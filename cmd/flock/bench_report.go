@@ -57,14 +57,20 @@ func summaries[S any](r *benchReport, sums []S, record func(S) any, table func(i
 	return table(r.stdout)
 }
 
-// fail writes err and returns the exit status: interrupted when ctx was
-// cancelled (Ctrl-C), else failure.
-func (r *benchReport) fail(ctx context.Context, err error) int {
+// fail writes err and returns the failure exit status.
+func (r *benchReport) fail(err error) int {
 	fmt.Fprintf(r.stderr, "flock bench %s: %v\n", r.name, err)
-	if ctx != nil && ctx.Err() != nil {
+	return exitFailure
+}
+
+// failRun writes err, met while running under ctx, and returns the exit
+// status: interrupted when ctx was cancelled (Ctrl-C), else failure.
+func (r *benchReport) failRun(ctx context.Context, err error) int {
+	code := r.fail(err)
+	if ctx.Err() != nil {
 		return exitInterrupted
 	}
-	return exitFailure
+	return code
 }
 
 // peerScript reports whether the peer's script exists, writing why not to

@@ -184,7 +184,7 @@ func runBenchStrategy(args []string, stdout, stderr io.Writer) int {
 				m.Impl, m.Model, m.Batch, m.MsPerStep, m.ImagesPerSec)
 		})
 		if err != nil {
-			return rep.fail(ctx, err)
+			return rep.failRun(ctx, err)
 		}
 		s := bench.SummarizeStrategySteps(stepsMs)
 		sums = append(sums, strategyStepsRecord(s))
@@ -196,7 +196,7 @@ func runBenchStrategy(args []string, stdout, stderr io.Writer) int {
 				m.Impl, m.Model, m.NProc, float64(m.Bytes)/1e6, m.MedianS*1e3, m.BusBW)
 		})
 		if err != nil {
-			return rep.fail(ctx, err)
+			return rep.failRun(ctx, err)
 		}
 		s := bench.SummarizeStrategySync(syncMs)
 		sums = append(sums, strategySyncRecord(s))
@@ -214,7 +214,7 @@ func runBenchStrategy(args []string, stdout, stderr io.Writer) int {
 		return nil
 	}
 	if err := summaries(rep, sums, func(r map[string]any) any { return r }, writeTables); err != nil {
-		return rep.fail(nil, err)
+		return rep.fail(err)
 	}
 	if o.out != "" {
 		recs := add(add(add(records{machine}, stepsMs), syncMs), sums)
@@ -236,7 +236,7 @@ func runBenchStrategy(args []string, stdout, stderr io.Writer) int {
 			return nil
 		})
 		if err != nil {
-			return rep.fail(nil, err)
+			return rep.fail(err)
 		}
 	}
 	return exitOK

@@ -61,6 +61,9 @@ Flags:
   --max-res N           images: shrink images whose longer side exceeds N
                         (area interpolation; default 0: keep)
   --jpeg-quality Q      images: JPEG quality 1–100 (default 90)
+  --max-pixels N        imagefolder: refuse an image whose header claims
+                        more than N pixels, before decoding it (default
+                        89478485, PIL's limit; 0: no limit)
   --compress-probability P
                         proportion mode: probability of JPEG (default 0.5)
   --smart-threshold B   smart mode: JPEG when the raw image exceeds B bytes
@@ -80,6 +83,7 @@ type convertOptions struct {
 	split, format, data, writeMode, pageSize, size string
 	download                                       bool
 	n, maxRes, quality, smartThreshold, workers    int
+	maxPixels                                      int
 	compressProb                                   float64
 	seed                                           uint64
 	writeModeSet                                   bool
@@ -98,6 +102,7 @@ func convertFlags(o *convertOptions) *flag.FlagSet {
 	fs.Func("write-mode", "", func(s string) error { o.writeMode, o.writeModeSet = s, true; return nil })
 	fs.IntVar(&o.maxRes, "max-res", 0, "")
 	fs.IntVar(&o.quality, "jpeg-quality", 90, "")
+	fs.IntVar(&o.maxPixels, "max-pixels", ffcv.DefaultMaxPixels, "")
 	fs.Float64Var(&o.compressProb, "compress-probability", 0.5, "")
 	fs.IntVar(&o.smartThreshold, "smart-threshold", 0, "")
 	fs.StringVar(&o.pageSize, "page-size", "8MiB", "")
@@ -166,6 +171,9 @@ func runConvert(args []string, stdout, stderr io.Writer) int {
 	if o.workers < 0 {
 		return convertUsage(stderr, "workers %d: want ≥ 0", o.workers)
 	}
+	if o.maxPixels < 0 {
+		return convertUsage(stderr, "max pixels %d: want ≥ 0", o.maxPixels)
+	}
 	if !o.writeModeSet {
 		o.writeMode = "jpg"
 		if pos[0] == "fashion-mnist" {
@@ -219,6 +227,7 @@ func runConvert(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "flock convert: %v\n", err)
 			return exitFailure
 		}
+		s.MaxPixels = o.maxPixels
 		fields, src = s.Fields(), s
 		about = fmt.Sprintf("%s (%d classes)", pos[1], len(s.Classes))
 	case "synthetic":

@@ -37,6 +37,7 @@ func TestConvertUsage(t *testing.T) {
 		{"unknown flag", []string{"convert", "synthetic", out, "--quality", "90"}, exitUsage, nil, []string{"flag provided but not defined: -quality"}, false},
 		{"missing folder", []string{"convert", "imagefolder", filepath.Join(dir, "none"), out}, exitFailure, nil, []string{"ffcv: image folder", "none"}, false},
 		{"empty folder", []string{"convert", "imagefolder", dir, out}, exitFailure, nil, []string{"no class directories"}, false},
+		{"max pixels", []string{"convert", "imagefolder", dir, out, "--max-pixels", "-1"}, exitUsage, nil, []string{"max pixels -1: want ≥ 0"}, false},
 		{"missing output dir", []string{"convert", "synthetic", filepath.Join(dir, "no", "x.beton"), "--n", "2"}, exitFailure, nil, []string{"output directory", "does not exist"}, false},
 	})
 	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
@@ -119,6 +120,11 @@ func TestConvertImageFolder(t *testing.T) {
 		if r.Int(1, i) != want || ref.JPEG || ref.Width != 8+i || ref.Height != 6 || ref.Channels != 3 {
 			t.Errorf("sample %d: label %d, %dx%dx%d JPEG %v", i, r.Int(1, i), ref.Width, ref.Height, ref.Channels, ref.JPEG)
 		}
+	}
+	// --max-pixels reaches the source: only the 10×6 image is over a limit of 55.
+	if code := run([]string{"convert", "imagefolder", root, out, "--max-pixels", "55"}, &stdout, &stderr); code != exitFailure ||
+		!bytes.Contains(stderr.Bytes(), []byte("10×6 image exceeds the pixel limit of 55")) {
+		t.Errorf("--max-pixels 55: exit status %d, stderr %q", code, stderr.String())
 	}
 	// Pixel (2, 1) of the first image, alpha dropped.
 	ref, _ := r.Image(0, 0)

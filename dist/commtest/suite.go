@@ -605,7 +605,7 @@ func (s *suite) queue(t *testing.T) {
 				select {
 				case <-prev.Done():
 				default:
-					return fmt.Errorf("Do %d ran before the operation issued ahead of it", i)
+					return fmt.Errorf("queued function %d ran before the operation issued ahead of it", i)
 				}
 				order = append(order, i)
 				return nil

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flockml/flock/ffcv/jpeg"
+	"github.com/flockml/flock/internal/atomicfile"
 )
 
 // Source is an indexed dataset to write. Sample fills out[j] with the value
@@ -154,79 +155,45 @@ func write(ctx context.Context, path string, fields []NamedField, src Source, op
 		fields:   infos,
 	}
 
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp*")
-	if err != nil {
-		return fmt.Errorf("beton: write %s: %w", path, err)
-	}
-	renamed := false
-	defer func() {
-		if !renamed {
-			tmp.Close()
-			os.Remove(tmp.Name())
+	err = atomicfile.WriteFile(path, func(tmp *os.File) error {
+		p.f = tmp
+		var bar *progressBar
+		if opt.Progress != nil {
+			bar = newProgressBar(opt.Progress, filepath.Base(path), n)
 		}
-	}()
-	p.f = tmp
-
-	var bar *progressBar
-	if opt.Progress != nil {
-		bar = newProgressBar(opt.Progress, base, n)
-	}
-	if err := encodeAll(ctx, fields, src, n, rowSize, infos, opt, p, bar); err != nil {
-		return fmt.Errorf("beton: write %s: %w", path, err)
-	}
-	if err := p.flush(); err != nil {
-		return fmt.Errorf("beton: write %s: %w", path, err)
-	}
-	allocPtr := metaEnd
-	if p.pageIdx >= 0 {
-		allocPtr = p.dataBase + (p.pageIdx+1)*p.pageSize
-	}
-	if _, err := tmp.WriteAt(p.alloc, allocPtr); err != nil {
-		return fmt.Errorf("beton: write %s: %w", path, err)
-	}
-	h := header{version: Version, numFields: uint16(len(fields)), pageSize: uint32(ps), numSamples: uint64(n), allocPtr: uint64(allocPtr)}
-	head := append(h.appendTo(make([]byte, 0, int(metaEnd))), descs...)
-	head = append(head, p.meta...)
-	if _, err := tmp.WriteAt(head, 0); err != nil {
-		return fmt.Errorf("beton: write %s: %w", path, err)
-	}
-	if p.pageIdx >= 0 && p.dataBase > metaEnd {
-		// FFCV writes the padding before the first page; a hole would
-		// read back as the same zeros but be sparse.
-		if _, err := tmp.WriteAt(make([]byte, p.dataBase-metaEnd), metaEnd); err != nil {
-			return fmt.Errorf("beton: write %s: %w", path, err)
+		if err := encodeAll(ctx, fields, src, n, rowSize, infos, opt, p, bar); err != nil {
+			return err
 		}
-	}
-	if bar != nil {
-		bar.finish()
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return fmt.Errorf("beton: write %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("beton: write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("beton: write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("beton: write %s: %w", path, err)
-	}
-	renamed = true
-	if runtime.GOOS == "windows" {
+		if err := p.flush(); err != nil {
+			return err
+		}
+		allocPtr := metaEnd
+		if p.pageIdx >= 0 {
+			allocPtr = p.dataBase + (p.pageIdx+1)*p.pageSize
+		}
+		if _, err := tmp.WriteAt(p.alloc, allocPtr); err != nil {
+			return err
+		}
+		h := header{version: Version, numFields: uint16(len(fields)), pageSize: uint32(ps), numSamples: uint64(n), allocPtr: uint64(allocPtr)}
+		head := append(h.appendTo(make([]byte, 0, int(metaEnd))), descs...)
+		head = append(head, p.meta...)
+		if _, err := tmp.WriteAt(head, 0); err != nil {
+			return err
+		}
+		if p.pageIdx >= 0 && p.dataBase > metaEnd {
+			// FFCV writes the padding before the first page; a hole would
+			// read back as the same zeros but be sparse.
+			if _, err := tmp.WriteAt(make([]byte, p.dataBase-metaEnd), metaEnd); err != nil {
+				return err
+			}
+		}
+		if bar != nil {
+			bar.finish()
+		}
 		return nil
-	}
-	d, err := os.Open(dir)
+	})
 	if err != nil {
-		return fmt.Errorf("beton: write %s: sync directory: %w", path, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("beton: write %s: sync directory: %w", path, err)
+		return fmt.Errorf("beton: write %s: %w", path, err)
 	}
 	return nil
 }

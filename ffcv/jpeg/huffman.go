@@ -180,18 +180,3 @@ func (b *bitReader) decode(t *huffTable) (uint8, error) {
 	b.n -= uint(l)
 	return t.vals[(t.valptr[l]+code)&0xff], nil
 }
-
-// receiveExtend reads s extra bits and sign-extends them (T.81 F.2.2.1).
-// The caller ensures n ≥ s.
-func (b *bitReader) receiveExtend(s uint8) int32 {
-	if s == 0 {
-		return 0
-	}
-	v := int32(b.acc >> (64 - uint(s)))
-	b.acc <<= s
-	b.n -= uint(s)
-	if v < 1<<(s-1) {
-		v += -1<<s + 1
-	}
-	return v
-}

@@ -2,7 +2,8 @@ package transform
 
 import (
 	"fmt"
-	"math"
+
+	"github.com/flockml/flock/internal/float16"
 )
 
 // ImageNetMean and ImageNetStd are the usual per-channel statistics of
@@ -145,12 +146,5 @@ func ToFloat32CHW(dst []float32, img Image) {
 }
 
 // BFloat16 rounds f to bfloat16 (nearest, ties to even) and returns its bit
-// pattern. NaN stays NaN.
-func BFloat16(f float32) uint16 {
-	b := math.Float32bits(f)
-	if b&0x7fffffff > 0x7f800000 {
-		return uint16(b>>16) | 0x40
-	}
-	b += 0x7fff + (b>>16)&1
-	return uint16(b >> 16)
-}
+// pattern, as the backends convert. NaN stays NaN.
+func BFloat16(f float32) uint16 { return float16.BFloat16FromFloat32(f) }

@@ -3,6 +3,8 @@ package transform
 import (
 	"math"
 	"math/bits"
+
+	"github.com/flockml/flock/internal/philox"
 )
 
 // Rand is a counter-based random stream: Philox4x32-10 (Salmon et al.,
@@ -45,28 +47,8 @@ func splitmix64(x uint64) uint64 {
 	return x ^ x>>31
 }
 
-// philox4x32 applies Philox4x32-10 to ctr under key.
-func philox4x32(ctr [4]uint32, key [2]uint32) [4]uint32 {
-	const (
-		m0, m1 = 0xD2511F53, 0xCD9E8D57
-		w0, w1 = 0x9E3779B9, 0xBB67AE85
-	)
-	c0, c1, c2, c3 := ctr[0], ctr[1], ctr[2], ctr[3]
-	k0, k1 := key[0], key[1]
-	for i := 0; i < 10; i++ {
-		if i > 0 {
-			k0 += w0
-			k1 += w1
-		}
-		hi0, lo0 := bits.Mul32(m0, c0)
-		hi1, lo1 := bits.Mul32(m1, c2)
-		c0, c1, c2, c3 = hi1^c1^k0, lo1, hi0^c3^k1, lo0
-	}
-	return [4]uint32{c0, c1, c2, c3}
-}
-
 func (r *Rand) refill() {
-	r.buf = philox4x32(r.ctr, r.key)
+	r.buf = philox.Block(r.ctr, r.key)
 	r.ctr[0]++
 	r.pos = 0
 }

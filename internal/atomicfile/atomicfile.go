@@ -14,7 +14,21 @@ import (
 // in the same directory, synced, renamed over path, and the directory
 // synced. On error the temporary file is removed and path is untouched.
 // Errors are returned as they come, for the caller to wrap.
-func Write(path string, fill func(w io.Writer) error) (err error) {
+func Write(path string, fill func(w io.Writer) error) error {
+	return WriteFile(path, func(f *os.File) error {
+		bw := bufio.NewWriterSize(f, 1<<20)
+		if err := fill(bw); err != nil {
+			return err
+		}
+		return bw.Flush()
+	})
+}
+
+// WriteFile is Write for writers that need the file itself, to write at
+// offsets (io.WriterAt) or unbuffered: fill gets the temporary file, which
+// it must not close. The file is made readable by all (0644) before it is
+// renamed over path.
+func WriteFile(path string, fill func(f *os.File) error) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -30,11 +44,7 @@ func Write(path string, fill func(w io.Writer) error) (err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
-	bw := bufio.NewWriterSize(tmp, 1<<20)
-	if err := fill(bw); err != nil {
-		return err
-	}
-	if err := bw.Flush(); err != nil {
+	if err := fill(tmp); err != nil {
 		return err
 	}
 	if err := tmp.Chmod(0o644); err != nil {

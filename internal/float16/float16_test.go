@@ -1,4 +1,4 @@
-package cpu
+package float16
 
 import (
 	"math"
@@ -28,12 +28,12 @@ func f16Value(h uint16) float64 {
 func TestF16Decode(t *testing.T) {
 	t.Parallel()
 	for h := 0; h < 1<<16; h++ {
-		got, want := float64(f16ToF32(uint16(h))), f16Value(uint16(h))
+		got, want := float64(ToFloat32(uint16(h))), f16Value(uint16(h))
 		if got != want && !(math.IsNaN(got) && math.IsNaN(want)) {
-			t.Fatalf("f16ToF32(%#04x) = %v, want %v", h, got, want)
+			t.Fatalf("ToFloat32(%#04x) = %v, want %v", h, got, want)
 		}
 		if math.Signbit(got) != (h&0x8000 != 0) && !math.IsNaN(want) {
-			t.Fatalf("f16ToF32(%#04x) = %v: wrong sign", h, got)
+			t.Fatalf("ToFloat32(%#04x) = %v: wrong sign", h, got)
 		}
 	}
 }
@@ -46,9 +46,9 @@ func TestF16Rounding(t *testing.T) {
 	for h := uint16(0); h < 0x7c00; h++ {
 		for _, sign := range []uint16{0, 0x8000} {
 			lo, hi := h|sign, (h+1)|sign
-			a, b := f16ToF32(lo), f16ToF32(hi)
-			if got := f32ToF16(a); got != lo {
-				t.Fatalf("f32ToF16(%v) = %#04x, want %#04x", a, got, lo)
+			a, b := ToFloat32(lo), ToFloat32(hi)
+			if got := FromFloat32(a); got != lo {
+				t.Fatalf("FromFloat32(%v) = %#04x, want %#04x", a, got, lo)
 			}
 			if h == 0x7bff { // the next value up is Inf; see the table below
 				continue
@@ -58,18 +58,18 @@ func TestF16Rounding(t *testing.T) {
 			if h&1 == 1 {
 				even = hi
 			}
-			if got := f32ToF16(mid); got != even {
-				t.Fatalf("f32ToF16(midpoint %v of %#04x, %#04x) = %#04x, want %#04x", mid, lo, hi, got, even)
+			if got := FromFloat32(mid); got != even {
+				t.Fatalf("FromFloat32(midpoint %v of %#04x, %#04x) = %#04x, want %#04x", mid, lo, hi, got, even)
 			}
 			toward := float32(math.Inf(1))
 			if sign != 0 {
 				toward = -toward
 			}
-			if got := f32ToF16(math.Nextafter32(mid, -toward)); got != lo {
-				t.Fatalf("f32ToF16(just inside %v) = %#04x, want %#04x", mid, got, lo)
+			if got := FromFloat32(math.Nextafter32(mid, -toward)); got != lo {
+				t.Fatalf("FromFloat32(just inside %v) = %#04x, want %#04x", mid, got, lo)
 			}
-			if got := f32ToF16(math.Nextafter32(mid, toward)); got != hi {
-				t.Fatalf("f32ToF16(just beyond %v) = %#04x, want %#04x", mid, got, hi)
+			if got := FromFloat32(math.Nextafter32(mid, toward)); got != hi {
+				t.Fatalf("FromFloat32(just beyond %v) = %#04x, want %#04x", mid, got, hi)
 			}
 		}
 	}
@@ -81,12 +81,12 @@ func TestF16Rounding(t *testing.T) {
 		{float32(math.Inf(1)), 0x7c00}, {float32(math.Inf(-1)), 0xfc00},
 		{math.SmallestNonzeroFloat32, 0}, {float32(math.Ldexp(1, -25)), 0}, {float32(math.Ldexp(1.5, -25)), 1},
 	} {
-		if got := f32ToF16(c.x); got != c.want {
-			t.Errorf("f32ToF16(%v) = %#04x, want %#04x", c.x, got, c.want)
+		if got := FromFloat32(c.x); got != c.want {
+			t.Errorf("FromFloat32(%v) = %#04x, want %#04x", c.x, got, c.want)
 		}
 	}
-	if h := f32ToF16(float32(math.NaN())); h&0x7c00 != 0x7c00 || h&0x3ff == 0 {
-		t.Errorf("f32ToF16(NaN) = %#04x, not a NaN", h)
+	if h := FromFloat32(float32(math.NaN())); h&0x7c00 != 0x7c00 || h&0x3ff == 0 {
+		t.Errorf("FromFloat32(NaN) = %#04x, not a NaN", h)
 	}
 }
 
@@ -95,7 +95,7 @@ func TestBF16Rounding(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 1 << 18 {
 		f := math.Float32frombits(r.Uint32())
-		got := bf16ToF32(f32ToBF16(f))
+		got := BFloat16ToFloat32(BFloat16FromFloat32(f))
 		if f != f {
 			if got == got {
 				t.Fatalf("bf16 of NaN %#08x is %v", math.Float32bits(f), got)
@@ -121,5 +121,27 @@ func TestBF16Rounding(t *testing.T) {
 		if got != want {
 			t.Fatalf("bf16(%v) = %v, want %v", f, got, want)
 		}
+	}
+}
+
+func TestBFloat16Values(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		f    float32
+		want uint16
+	}{
+		{1, 0x3f80}, {-2, 0xc000},
+		{math.Float32frombits(0x3f808000), 0x3f80}, // tie, even stays
+		{math.Float32frombits(0x3f818000), 0x3f82}, // tie, odd rounds up
+		{math.Float32frombits(0x3f808001), 0x3f81},
+		{math.MaxFloat32, 0x7f80},
+		{float32(math.Inf(-1)), 0xff80},
+	} {
+		if got := BFloat16FromFloat32(c.f); got != c.want {
+			t.Errorf("BFloat16FromFloat32(%v) = %#04x, want %#04x", c.f, got, c.want)
+		}
+	}
+	if got := BFloat16FromFloat32(float32(math.NaN())); got&0x7f80 != 0x7f80 || got&0x7f == 0 {
+		t.Errorf("BFloat16FromFloat32(NaN) = %#04x, not a NaN", got)
 	}
 }
