@@ -754,7 +754,7 @@ func (w *Swarm) handle(s *train.StepContext, ev swarmEvent) error {
 	case swarmReply:
 		r := w.out
 		if r == nil || r.peer != ev.from || r.seq != ev.seq {
-			return fmt.Errorf("swarm: rank %d: answer %d from rank %d matches no request", w.comm.Rank(), ev.seq, ev.from)
+			return w.stale(ev)
 		}
 		other, violated, err := w.decode(ev, r.snap)
 		if err != nil || violated {
@@ -773,7 +773,7 @@ func (w *Swarm) handle(s *train.StepContext, ev swarmEvent) error {
 	case swarmNack:
 		r := w.out
 		if r == nil || r.peer != ev.from || r.seq != ev.seq {
-			return fmt.Errorf("swarm: rank %d: refusal %d from rank %d matches no request", w.comm.Rank(), ev.seq, ev.from)
+			return w.stale(ev)
 		}
 		w.st.fallbacks++
 		r.scale = 0
@@ -784,6 +784,16 @@ func (w *Swarm) handle(s *train.StepContext, ev swarmEvent) error {
 		return fmt.Errorf("swarm: rank %d: message of kind %d from rank %d", w.comm.Rank(), ev.kind, ev.from)
 	}
 	return nil
+}
+
+// stale checks an answer or refusal that matches no pending request: one
+// from a partner already out of the partner set (dropped after a timeout,
+// or unreachable) is late and ignored; any other is a protocol error.
+func (w *Swarm) stale(ev swarmEvent) error {
+	if w.lost[ev.from] || !slices.Contains(w.live, ev.from) {
+		return nil
+	}
+	return fmt.Errorf("swarm: rank %d: message %d of kind %d from rank %d matches no request", w.comm.Rank(), ev.seq, ev.kind, ev.from)
 }
 
 // serve answers a partner's request and moves halfway towards it.
@@ -877,7 +887,7 @@ func (w *Swarm) finish(s *train.StepContext) error {
 		case ev := <-w.events:
 			switch {
 			case ev.err != nil:
-				w.remove(ev.from)
+				w.drop(ev.from, ev.err)
 			case ev.kind == swarmBye:
 				w.byeFrom[ev.from] = true
 				w.remove(ev.from)
