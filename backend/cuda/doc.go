@@ -70,7 +70,8 @@
 // ptxas are installed (.ci/cuda_tools.sh fetches them from PyPI),
 // TestKernelsCompile compiles every kernel through the package's own NVRTC
 // binding for compute_80, compute_86 and compute_90, assembles the PTX for
-// sm_80, sm_86 and sm_90, and fails on an error, a warning or a register
-// spill on sm_90 (-v prints each kernel's registers, local and shared
-// memory); without them, clang's CUDA front end checks the sources.
+// sm_80, sm_86 and sm_90, and fails on an error, a warning or a kernel
+// using local memory (a stack frame, register spills) on sm_90 (-v prints
+// each kernel's registers, local and shared memory); without them, clang's
+// CUDA front end checks the sources.
 package cuda
