@@ -19,7 +19,7 @@ cd "$(dirname "$0")/../.."
 dir="${1:-bin/gpu}"
 mkdir -p "$dir"
 export CGO_ENABLED=0
-flags=(-trimpath -ldflags=-s\ -w)
+flags=(-ldflags=-s\ -w)
 go test -c "${flags[@]}" -o "$dir/cudatest" ./backend/cuda
 go test -c "${flags[@]}" -o "$dir/nccltest" ./dist/nccl
 go build "${flags[@]}" -o "$dir/flock" ./cmd/flock
