@@ -185,6 +185,17 @@ if not r.get("devices"):
     sys.exit("no GPU: %s" % r.get("error", ""))
 if missing:
     sys.exit("missing %s: %s" % (", ".join(missing), "; ".join(libs[n].get("error", "") for n in missing)))
+# PTX from an NVRTC newer than the driver does not load (no JIT of a newer
+# PTX ISA; CUDA's minor-version compatibility leaves PTX out).
+def version(s):
+    return tuple(int(x) for x in s.replace("CUDA", "").strip().split(".")[:2])
+drv, nvrtc = r["driver"].get("version", ""), libs["NVRTC"].get("version", "")
+try:
+    if version(nvrtc) > version(drv):
+        sys.exit("NVRTC %s (%s) is newer than the driver (%s): the driver refuses its PTX; "
+                 "put an NVRTC of the driver's release first in FLOCK_CUDA_LIB_DIR" % (nvrtc, libs["NVRTC"]["path"], drv))
+except ValueError:
+    print("versions not compared: driver %r, NVRTC %r" % (drv, nvrtc))
 print("found:", ", ".join("%s %s" % (n, l.get("version", "")) for n, l in libs.items() if l.get("path")))
 PYEOF
 head -n 3 "$out/environment.txt" | tee -a "$summary"
