@@ -17,7 +17,7 @@ import (
 	"testing"
 )
 
-// KernelCheckEnv set to "require" makes the tests that compile the kernels
+// kernelCheckEnv set to "require" makes the tests that compile the kernels
 // with NVIDIA's compilers fail, instead of skipping, when NVRTC or ptxas is
 // missing: .ci/run sets it after installing them.
 const kernelCheckEnv = "FLOCK_KERNEL_CHECK"
@@ -87,6 +87,7 @@ func kernelTools(t *testing.T) *kernelToolchain {
 	return toolchain
 }
 
+// findPTXAS returns the ptxas to use with the NVRTC at nvrtcPath.
 func findPTXAS(nvrtcPath string) (string, error) {
 	if p := os.Getenv(ptxasEnv); p != "" {
 		return p, nil
