@@ -8,6 +8,8 @@ import (
 	"github.com/flockml/flock/backend/backendtest"
 	"github.com/flockml/flock/backend/cpu"
 	"github.com/flockml/flock/backend/cuda"
+	"github.com/flockml/flock/bench"
+	"github.com/flockml/flock/nn/models"
 	"github.com/flockml/flock/tensor"
 )
 
@@ -125,5 +127,53 @@ func TestTensorOnGPU(t *testing.T) {
 	}
 	if after := g.CacheStats().Allocated; after != before {
 		t.Errorf("allocated %d bytes after releasing everything, %d before", after, before)
+	}
+}
+
+// TestTrainStepsMatchCPU runs the first training steps (forward, backward,
+// SGD with momentum) of the small CNN and of ResNet-50 on the GPU and on
+// the CPU from the same weights and batch, and compares the losses: the
+// whole training path — models, autograd, the optimizer — on the device.
+func TestTrainStepsMatchCPU(t *testing.T) {
+	g := gpu(t)
+	for _, c := range []struct {
+		model string
+		cfg   models.Config
+		batch int
+		steps int
+	}{
+		{"cnn", models.FashionMNIST, 32, 5},
+		{"resnet50", models.Config{InChannels: 3, Height: 64, Width: 64, NumClasses: 10}, 8, 3},
+	} {
+		t.Run(c.model, func(t *testing.T) {
+			losses := func(dev backend.Backend) []float64 {
+				prev := tensor.DefaultDevice()
+				tensor.SetDefaultDevice(dev)
+				defer tensor.SetDefaultDevice(prev)
+				s, err := bench.NewModelStep(c.model, c.cfg, c.batch, 7)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Release()
+				out := make([]float64, c.steps)
+				for i := range out {
+					out[i] = s.Run()
+				}
+				return out
+			}
+			want, got := losses(cpu.New()), losses(g)
+			for i := range want {
+				// The first loss differs by the order of float32 sums only;
+				// the updates let the difference grow.
+				tol := 1e-3
+				if i > 0 {
+					tol = 1e-2
+				}
+				if math.IsNaN(got[i]) || math.Abs(got[i]-want[i]) > tol*math.Abs(want[i]) {
+					t.Errorf("step %d: loss %v on the GPU, %v on the CPU", i, got[i], want[i])
+				}
+			}
+			t.Logf("losses on the GPU %v, on the CPU %v", got, want)
+		})
 	}
 }

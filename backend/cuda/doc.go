@@ -66,6 +66,12 @@
 // The package passes the conformance suite of backend/backendtest on a
 // GPU; without one its tests check the allocator against a fake device,
 // the argument packing, the library search order, and every kernel launch
-// of the host code against the kernels' parameter lists as clang compiles
-// them (when clang is installed).
+// of the host code against the kernels' parameter lists. When NVRTC and
+// ptxas are installed (.ci/cuda_tools.sh fetches them from PyPI),
+// TestKernelsCompile compiles every kernel through the package's own NVRTC
+// binding for compute_80, compute_86 and compute_90, assembles the PTX for
+// sm_80, sm_86 and sm_90, and fails on an error, a warning or a kernel
+// using local memory (a stack frame, register spills) on sm_90 (-v prints
+// each kernel's registers, local and shared memory); without them, clang's
+// CUDA front end checks the sources.
 package cuda

@@ -390,7 +390,14 @@ func parsePTX(ptx []byte) map[string]ptxEntry {
 // parameter list: the kernel exists, and each packed argument has the size,
 // alignment and offset the compiler gave the parameter.
 func TestKernelSignatures(t *testing.T) {
-	ptx := compileWithClang(t)
+	checkSignatures(t, compileWithClang(t))
+}
+
+// checkSignatures checks every launch of the host code against the kernels
+// of ptx: the kernel exists, each packed argument matches its parameter,
+// and every kernel has a caller.
+func checkSignatures(t *testing.T, ptx map[string]ptxEntry) {
+	t.Helper()
 	b, f := newFakeBackend()
 	if err := exercise(b); err != nil {
 		t.Fatal(err)

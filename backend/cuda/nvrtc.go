@@ -2,6 +2,8 @@ package cuda
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -47,7 +49,33 @@ func loadNVRTC() (*nvrtc, error) {
 	if err := b.Err(); err != nil {
 		return nil, err
 	}
+	if err := n.loadBuiltins(); err != nil {
+		return nil, err
+	}
 	return n, nil
+}
+
+// loadBuiltins opens libnvrtc-builtins.so.<major>.<minor> from the directory
+// libnvrtc came from. NVRTC opens it by bare name on each compilation, which
+// only the dynamic loader's own search resolves; a library found elsewhere
+// (FLOCK_CUDA_LIB_DIR, a Python wheel's nvidia/*/lib) is found then because
+// it is already loaded under that name.
+func (n *nvrtc) loadBuiltins() error {
+	if !strings.ContainsRune(n.lib.Path, '/') {
+		return nil // found by the loader, which finds the builtins too
+	}
+	var ma, mi int32
+	if res := n.nvrtcVersion(&ma, &mi); res != nvrtcSuccess {
+		return n.check("nvrtcVersion", res)
+	}
+	p := filepath.Join(filepath.Dir(n.lib.Path), fmt.Sprintf("libnvrtc-builtins.so.%d.%d", ma, mi))
+	if _, err := os.Stat(p); err != nil {
+		return nil // a layout of its own; NVRTC reports what it misses
+	}
+	if _, err := dlopen(p); err != nil {
+		return fmt.Errorf("cuda: NVRTC's builtins %s: %w", p, err)
+	}
+	return nil
 }
 
 func (n *nvrtc) check(call string, res int32) error {
@@ -69,6 +97,13 @@ func (n *nvrtc) Version() string {
 // compile turns the source of one file (with the headers it includes, by
 // name) into PTX for the virtual architecture arch ("compute_80").
 func (n *nvrtc) compile(name, src string, headers map[string]string, arch string) ([]byte, error) {
+	ptx, _, err := n.compileLog(name, src, headers, arch)
+	return ptx, err
+}
+
+// compileLog is compile that returns NVRTC's log as well: its warnings when
+// the compilation succeeds.
+func (n *nvrtc) compileLog(name, src string, headers map[string]string, arch string) (ptx []byte, log string, err error) {
 	var hdrs, names []*byte
 	for k, v := range headers {
 		names = append(names, cString(k))
@@ -80,29 +115,30 @@ func (n *nvrtc) compile(name, src string, headers map[string]string, arch string
 	}
 	var prog uintptr
 	if err := n.check("nvrtcCreateProgram", n.nvrtcCreateProgram(&prog, cString(src), cString(name), int32(len(hdrs)), hp, np)); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer n.nvrtcDestroyProgram(&prog)
-	opts := []*byte{cString("--gpu-arch=" + arch), cString("--std=c++14")}
+	opts := []*byte{cString("--gpu-architecture=" + arch), cString("--std=c++14")}
 	res := n.nvrtcCompileProgram(prog, int32(len(opts)), &opts[0])
+	log = n.log(prog)
 	if res != nvrtcSuccess {
 		err := n.check("nvrtcCompileProgram", res)
-		if log := n.log(prog); log != "" {
+		if log != "" {
 			err = fmt.Errorf("%w\n%s", err, log)
 		}
-		return nil, err
+		return nil, "", err
 	}
 	var size uint64
 	if err := n.check("nvrtcGetPTXSize", n.nvrtcGetPTXSize(prog, &size)); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	ptx := make([]byte, size)
+	ptx = make([]byte, size)
 	if size > 0 {
 		if err := n.check("nvrtcGetPTX", n.nvrtcGetPTX(prog, &ptx[0])); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
-	return ptx, nil
+	return ptx, log, nil
 }
 
 func (n *nvrtc) log(prog uintptr) string {

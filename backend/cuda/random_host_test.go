@@ -45,11 +45,12 @@ int main(int argc, char **argv) {
 }
 `
 
-// TestRandomKernelsOnHost compiles the Philox kernels of kernels/random.cu
-// as host C++ (when a C++ compiler is installed), runs them, and checks
-// that they draw exactly the CPU backend's numbers: the stream layout of
-// the CUDA source, not only of the Go code, is pinned without a GPU.
-func TestRandomKernelsOnHost(t *testing.T) {
+// compileOnHost compiles harness, a C++ program including kernel files, for
+// the host with testdata/host_prelude.h (skipping the test when there is no
+// C++ compiler) and returns the executable. what names the kernel source
+// in errors.
+func compileOnHost(t *testing.T, what, harness string) string {
+	t.Helper()
 	cxx := os.Getenv("CXX")
 	if cxx == "" {
 		cxx = "g++"
@@ -59,7 +60,7 @@ func TestRandomKernelsOnHost(t *testing.T) {
 	}
 	dir := t.TempDir()
 	src := filepath.Join(dir, "harness.cpp")
-	if err := os.WriteFile(src, []byte(randomHarness), 0o644); err != nil {
+	if err := os.WriteFile(src, []byte(harness), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	exe := filepath.Join(dir, "harness")
@@ -67,8 +68,17 @@ func TestRandomKernelsOnHost(t *testing.T) {
 	kernels, _ := filepath.Abs("kernels")
 	out, err := exec.Command(cxx, "-std=c++14", "-O1", "-ffp-contract=off", "-include", prelude, "-I", kernels, "-o", exe, src, "-lm").CombinedOutput()
 	if err != nil {
-		t.Fatalf("compile kernels/random.cu for the host: %v\n%s", err, out)
+		t.Fatalf("compile %s for the host: %v\n%s", what, err, out)
 	}
+	return exe
+}
+
+// TestRandomKernelsOnHost compiles the Philox kernels of kernels/random.cu
+// as host C++ (when a C++ compiler is installed), runs them, and checks
+// that they draw exactly the CPU backend's numbers: the stream layout of
+// the CUDA source, not only of the Go code, is pinned without a GPU.
+func TestRandomKernelsOnHost(t *testing.T) {
+	exe := compileOnHost(t, "kernels/random.cu", randomHarness)
 	run := func(args ...string) []string {
 		t.Helper()
 		out, err := exec.Command(exe, args...).Output()

@@ -1,185 +1,252 @@
 #!/usr/bin/env bash
-# Runs flock's GPU checks and measurements in one go, on a machine with an
-# NVIDIA GPU, its driver, the CUDA libraries and PyTorch, and no Go: the
-# binaries are built elsewhere (see bench/gpu/README.md).
+# The whole GPU check of flock in one call of at most 8 minutes, on a machine
+# with an NVIDIA GPU, its driver and PyTorch with CUDA (the peer), and no Go:
+# the binaries come from bench/gpu/build.sh, run where Go is.
 #
-#   bench/gpu/run.sh [BIN_DIR]
+#   bench/gpu/build.sh           # with Go: bin/gpu/{cudatest,nccltest,flock,fashion-mnist-test.beton}
+#   bench/gpu/run.sh [BIN_DIR]   # on the GPU machine; BIN_DIR defaults to bin/gpu
 #
-# BIN_DIR (default: the repository root) holds:
-#   cudatest   CGO_ENABLED=0 go test -c -o cudatest ./backend/cuda/
-#   nccltest   CGO_ENABLED=0 go test -c -o nccltest ./dist/nccl/     (optional)
-#   flock      CGO_ENABLED=0 go build -o flock ./cmd/flock           (optional)
+# Stages, in order. The first that fails ends the run: summary.txt names its
+# class and quotes its first errors, so that one call teaches the most.
 #
-# In order: flock doctor; the backend conformance suite against the CPU
-# results (with cuBLAS/cuDNN, then with flock's own kernels); the NCCL test;
-# the kernel benchmarks beside their ceilings (device-to-device copy
-# bandwidth for memory-bound kernels, torch.matmul for products); training
-# steps of ResNet-50 and ViT-B/16 with bf16 autocast, flock and PyTorch
-# alternating. It prints a short table and writes everything under OUT
-# ($OUT, or gpu-results-<time>/): the logs, results.json (all figures) and
-# summary.txt.
+#   discovery    flock doctor: the driver, a GPU, NVRTC and cuBLAS found
+#                (cuDNN and NCCL reported); PyTorch's CUDA libraries are
+#                searched first
+#   conformance  the backend conformance suite (backend/backendtest, every
+#                kernel against a float64 reference) and tensors on the GPU
+#   dropout      random draws and dropout masks bit for bit with the CPU
+#   nccl         the NCCL communicator at world size 1
+#   training     the first training steps of the CNN and ResNet-50 against
+#                the CPU's losses; flock train --device cuda on both
+#   performance  GEMM 4096³ in TF32 and BF16, memory-bound kernels beside the
+#                device-to-device copy, ResNet-50 and ViT-B/16 training steps
+#                in bf16, each beside PyTorch eager on the same GPU
 #
-# Settings (environment): BATCH (128), MODELS (resnet50,vit_base_p16), STEPS
-# (20), REPEAT (2 alternations), MATMUL_N (4096), PYTHON (python3),
-# QUICK=1 (skip the second conformance run and the model steps).
+# Everything goes under OUT ($OUT, or gpu-results-<time>/): summary.txt (also
+# printed), results.json, environment.txt and one log per step. The exit
+# status is 0 when every stage passed.
+#
+# Settings (environment): DEADLINE (seconds for the whole run, 470), BATCH
+# (training-step benchmarks, 64), STEPS (timed steps, 10), MATMUL_N (4096),
+# PYTHON (python3), FULL=1 (also the suite with flock's own GEMM and im2col).
+#
+# REHEARSAL=1 runs every stage on a machine without a GPU, where each step
+# must reach its tests and find no GPU: the script, the binaries and their
+# test names are checked before a GPU is lent (.ci/run does this).
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-bin="$(cd "${1:-$root}" && pwd)"
+bin="$(cd "${1:-$root/bin/gpu}" 2>/dev/null && pwd)" || {
+	echo "run.sh: no ${1:-$root/bin/gpu}; build it with bench/gpu/build.sh" >&2
+	exit 2
+}
 out="${OUT:-$PWD/gpu-results-$(date -u +%Y%m%dT%H%M%SZ)}"
 mkdir -p "$out"
-batch="${BATCH:-128}"
-models="${MODELS:-resnet50,vit_base_p16}"
-steps="${STEPS:-20}"
-repeat="${REPEAT:-2}"
-mm="${MATMUL_N:-4096}"
+out="$(cd "$out" && pwd)"
 py="${PYTHON:-python3}"
-status=0
+batch="${BATCH:-64}"
+steps="${STEPS:-10}"
+mm="${MATMUL_N:-4096}"
+rehearsal="${REHEARSAL:-}"
+start=$(date +%s)
+deadline=$((start + ${DEADLINE:-470}))
+summary="$out/summary.txt"
+: >"$summary"
+stages=()
 
-say() { printf '\n== %s\n' "$*" | tee -a "$out/run.log"; }
+note() { printf '%s\n' "$*" | tee -a "$summary"; }
 
-if [[ ! -x "$bin/cudatest" ]]; then
-	echo "run.sh: $bin/cudatest missing; build it with: CGO_ENABLED=0 go test -c -o cudatest ./backend/cuda/" >&2
-	exit 2
-fi
-# The test binary reads its kernel sources from its embedded copy, but the
-# clang checks and testdata paths are relative to the package directory.
-cd "$root/backend/cuda" 2>/dev/null || cd "$bin"
+# finish STATUS writes the table of results and exits.
+finish() {
+	note ""
+	note "stages: ${stages[*]}"
+	note "elapsed: $(($(date +%s) - start)) s"
+	if [[ -s "$out/kernels.log" || -s "$out/steps_flock.log" ]]; then
+		"$py" "$here/summary.py" "$out" 2>&1 | tee -a "$summary"
+	fi
+	note "logs: $out"
+	exit "$1"
+}
 
-say "environment"
-{
-	date -u
-	uname -a
-	nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv 2>&1 || true
-	"$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version())' 2>&1 || true
-} | tee "$out/environment.txt" | tee -a "$out/run.log"
+# fail CLASS LOG WHY ends the run at a failed stage, quoting the log.
+fail() {
+	stages+=("$1:FAILED")
+	note ""
+	note "FAILED at $1: $3"
+	if [[ -n "$2" && -s "$out/$2" ]]; then
+		note "--- first errors in $2:"
+		grep -E -m 25 -e '--- FAIL|^panic:|_test\.go:[0-9]+:|[Ee]rror|FAIL' "$out/$2" | tee -a "$summary"
+		note "--- last lines of $2:"
+		tail -n 15 "$out/$2" | tee -a "$summary"
+	fi
+	finish 1
+}
 
-if [[ -x "$bin/flock" ]]; then
-	say "flock doctor"
-	"$bin/flock" doctor | tee "$out/doctor.txt" | tee -a "$out/run.log"
-	"$bin/flock" doctor --json >"$out/doctor.json" || true
-fi
+# step CAP LOG CMD... runs CMD with its output in $out/LOG, for at most CAP
+# seconds and never past the deadline; its status is CMD's, 124 on timeout.
+step() {
+	local cap=$1 log=$2 left
+	shift 2
+	left=$((deadline - $(date +%s)))
+	((left < cap)) && cap=$left
+	if ((cap < 5)); then
+		echo "run.sh: no time left before the deadline" >"$out/$log"
+		return 124
+	fi
+	echo "+ $* (at most ${cap}s)" >"$out/$log"
+	timeout -k 5 "$cap" "$@" >>"$out/$log" 2>&1
+}
 
-say "conformance (cuBLAS and cuDNN when installed)"
-"$bin/cudatest" -test.v -test.count=1 -test.timeout=60m \
-	-test.run '^(TestConformance|TestMatchesCPU|TestTensorOnGPU|TestKernel.*|TestAllocator.*|TestArgs.*|TestLoader.*)$' \
-	${QUICK:+-test.short} >"$out/conformance.log" 2>&1
-rc=$?
-grep -E '^(--- FAIL|FAIL|ok|PASS)' "$out/conformance.log" | tail -n 20 | tee -a "$out/run.log"
-[[ $rc -eq 0 ]] || status=1
-if [[ -z "${QUICK:-}" ]]; then
-	say "conformance (flock's own matrix product and im2col convolution)"
-	"$bin/cudatest" -test.v -test.count=1 -test.timeout=60m -test.run '^TestConformanceOwnKernels$' >"$out/conformance_own.log" 2>&1
+# gotest CLASS CAP LOG BINARY TEST... runs the named tests of a test binary
+# and fails CLASS unless each ran and passed. In a rehearsal each must have
+# run and skipped for want of a GPU.
+gotest() {
+	local class=$1 cap=$2 log=$3 exe=$4 rc
+	shift 4
+	local re
+	re="^($(
+		IFS='|'
+		echo "$*"
+	))\$"
+	step "$cap" "$log" "$exe" -test.v -test.count=1 -test.timeout=10m -test.run "$re"
 	rc=$?
-	grep -E '^(--- FAIL|FAIL|ok|PASS)' "$out/conformance_own.log" | tail -n 20 | tee -a "$out/run.log"
-	[[ $rc -eq 0 ]] || status=1
-fi
-
-if [[ -x "$bin/nccltest" ]]; then
-	say "NCCL"
-	"$bin/nccltest" -test.v -test.count=1 >"$out/nccl.log" 2>&1 || status=1
-	grep -E '^(--- |ok|PASS|FAIL)|NCCL ' "$out/nccl.log" | tee -a "$out/run.log"
-fi
-
-say "kernel benchmarks"
-FLOCK_GPU_MATMUL_N="$mm" "$bin/cudatest" -test.run '^$' -test.bench '^(BenchmarkMemory|BenchmarkMatMul)$' \
-	-test.benchtime 30x -test.count=1 >"$out/kernels.log" 2>&1 || status=1
-grep -E '^Benchmark' "$out/kernels.log" | tee -a "$out/run.log"
-"$py" "$here/torch_step.py" --json --model "" --matmul "$mm" >"$out/torch_matmul.jsonl" 2>"$out/torch_matmul.err" || true
-
-if [[ -z "${QUICK:-}" ]]; then
-	say "training steps, batch $batch, bf16 autocast: flock and PyTorch alternating"
-	: >"$out/steps_flock.log"
-	: >"$out/steps_torch.jsonl"
-	for ((r = 0; r < repeat; r++)); do
-		FLOCK_GPU_MODELS="$models" FLOCK_GPU_BATCH="$batch" "$bin/cudatest" -test.run '^$' \
-			-test.bench '^BenchmarkModelStep$' -test.benchtime "${steps}x" -test.count=1 >>"$out/steps_flock.log" 2>&1 || status=1
-		"$py" "$here/torch_step.py" --json --model "$models" --batch "$batch" --steps "$steps" \
-			>>"$out/steps_torch.jsonl" 2>>"$out/steps_torch.err" || status=1
+	((rc == 124)) && fail "$class" "$log" "timed out"
+	for t in "$@"; do
+		grep -q "^=== RUN   $t\$" "$out/$log" || fail "$class" "$log" "$t did not run (not in $(basename "$exe"))"
 	done
-	grep -E '^Benchmark|SKIP|skip' "$out/steps_flock.log" | tee -a "$out/run.log"
+	if [[ -n "$rehearsal" ]]; then
+		((rc == 0)) || fail "$class" "$log" "exit status $rc"
+		for t in "$@"; do
+			grep -B2 "^--- SKIP: $t " "$out/$log" | grep -q "needs a GPU" || fail "$class" "$log" "$t did not skip for want of a GPU"
+		done
+		return
+	fi
+	((rc == 0)) || fail "$class" "$log" "exit status $rc"
+	if grep -q -e '--- SKIP' "$out/$log"; then
+		fail "$class" "$log" "skipped: $(grep -B1 -m1 -e '--- SKIP' "$out/$log" | head -n 1 | sed 's/^ *//')"
+	fi
+}
+
+# flocktrain LOG ARGS... runs flock train --device cuda for a few steps and
+# checks its summary line (in a rehearsal: its report of no GPU).
+flocktrain() {
+	local log=$1 rc
+	shift
+	if [[ ! -s "$bin/fashion-mnist-test.beton" ]]; then
+		fail training "" "$bin/fashion-mnist-test.beton missing (bench/gpu/build.sh writes it)"
+	fi
+	step 90 "$log" "$bin/flock" train --device cuda --data "$bin/fashion-mnist-test.beton" --epochs 1 --json "$@"
+	rc=$?
+	((rc == 124)) && fail training "$log" "flock train timed out"
+	if [[ -n "$rehearsal" ]]; then
+		grep -q -- "--device cuda: no CUDA driver found" "$out/$log" || fail training "$log" "flock train did not report the missing driver"
+		return
+	fi
+	((rc == 0)) || fail training "$log" "flock train: exit status $rc"
+	grep '"kind":"summary"' "$out/$log" | "$py" -c '
+import json, math, sys
+s = json.loads(sys.stdin.readline())
+assert s["steps"] > 0 and math.isfinite(s["train_loss"]), s
+print("flock train: %d steps, loss %.4f, %.1f img/s" % (s["steps"], s["train_loss"], s["img_per_s"]))
+' >>"$summary" 2>&1 || fail training "$log" "flock train: no finite loss in its summary"
+}
+
+note "flock GPU check, $(date -u +%Y-%m-%dT%H:%M:%SZ)${rehearsal:+ (rehearsal without a GPU)}"
+
+# discovery
+{
+	uname -a
+	nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1
+	"$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version(), "gpu", torch.cuda.is_available())' 2>&1
+} >"$out/environment.txt"
+# PyTorch's CUDA libraries (nvidia/*/lib beside it, torch/lib) come first.
+torchlibs="$("$py" -c '
+import glob, os, torch
+d = os.path.dirname(torch.__file__)
+print(":".join(sorted(glob.glob(os.path.join(os.path.dirname(d), "nvidia", "*", "lib"))) + [os.path.join(d, "lib")]))
+' 2>/dev/null)"
+if [[ -n "$torchlibs" ]]; then
+	export FLOCK_CUDA_LIB_DIR="${FLOCK_CUDA_LIB_DIR:+$FLOCK_CUDA_LIB_DIR:}$torchlibs"
 fi
-
-say "summary"
-"$py" - "$out" <<'PYEOF' | tee "$out/summary.txt" | tee -a "$out/run.log"
-import json, os, re, statistics, sys
-
-out = sys.argv[1]
-
-def bench_lines(name):
-    """Parses `go test -bench` lines into {benchmark: {metric: [values]}}."""
-    res = {}
-    path = os.path.join(out, name)
-    if not os.path.exists(path):
-        return res
-    for line in open(path):
-        if not line.startswith("Benchmark"):
-            continue
-        f = line.split()
-        key = re.sub(r"-\d+$", "", f[0])
-        m = res.setdefault(key, {})
-        for i in range(2, len(f) - 1, 2):
-            try:
-                m.setdefault(f[i + 1], []).append(float(f[i]))
-            except ValueError:
-                pass
-    return res
-
-def jsonl(name):
-    path = os.path.join(out, name)
-    if not os.path.exists(path):
-        return []
-    rows = []
-    for line in open(path):
-        line = line.strip()
-        if line.startswith("{"):
-            rows.append(json.loads(line))
-    return rows
-
-med = lambda xs: statistics.median(xs) if xs else None
-kern = bench_lines("kernels.log")
-steps = bench_lines("steps_flock.log")
-tmm = {r["bench"]: r["tflops"] for r in jsonl("torch_matmul.jsonl") if "bench" in r}
-tsteps = {}
-for r in jsonl("steps_torch.jsonl"):
-    tsteps.setdefault(r["model"], []).append(r["images_per_sec"])
-
-results = {"kernels": kern, "steps_flock": steps, "torch_matmul": tmm, "torch_steps": tsteps, "checks": []}
-rows = []
-def row(what, flock, peer, unit, target):
-    ratio = flock / peer if flock and peer else None
-    ok = None if ratio is None else ratio >= target
-    rows.append((what, flock, peer, unit, ratio, target, ok))
-    results["checks"].append({"what": what, "flock": flock, "peer": peer, "unit": unit, "ratio": ratio, "target": target, "met": ok})
-
-copy = med(kern.get("BenchmarkMemory/copy_d2d", {}).get("MB/s", []))
-for k, m in sorted(kern.items()):
-    if k.startswith("BenchmarkMemory/") and not k.endswith("copy_d2d"):
-        row(k.split("/", 1)[1] + " (vs D2D copy)", med(m.get("MB/s", [])) and med(m["MB/s"]) / 1e3, copy and copy / 1e3, "GB/s", 0.8)
-for k, m in sorted(kern.items()):
-    if k.startswith("BenchmarkMatMul/"):
-        mode, n = k.split("/", 1)[1].rsplit("_", 1)
-        tkey = {"fp32": "fp32", "tf32": "tf32", "bf16_autocast": "bf16"}.get(mode, mode)
-        row(f"matmul {mode} {n}³ (vs torch.matmul)", med(m.get("TFLOP/s", [])), tmm.get(f"matmul_{tkey}_{n}"), "TFLOP/s", 0.95)
-for k, m in sorted(steps.items()):
-    name = k.split("/", 1)[1].rsplit("_b", 1)[0]
-    row(f"train step {name} (vs PyTorch eager)", med(m.get("img/s", [])), med(tsteps.get(name, [])), "img/s", 0.8)
-
-fmt = lambda v: "—" if v is None else f"{v:,.1f}"
-print(f"{'measurement':44s} {'flock':>12s} {'peer':>12s} {'unit':>8s} {'ratio':>7s} {'target':>7s}  met")
-for what, f, p, unit, ratio, target, ok in rows:
-    print(f"{what:44s} {fmt(f):>12s} {fmt(p):>12s} {unit:>8s} {('—' if ratio is None else f'{ratio:.2f}'):>7s} {target:>7.2f}  {'—' if ok is None else ('yes' if ok else 'NO')}")
-for name in ("conformance.log", "conformance_own.log", "nccl.log"):
-    path = os.path.join(out, name)
-    if os.path.exists(path):
-        text = open(path).read()
-        fails = len(re.findall(r"^\s*--- FAIL", text, re.M))
-        passes = len(re.findall(r"^\s*--- PASS", text, re.M))
-        skips = len(re.findall(r"^\s*--- SKIP", text, re.M))
-        results[name] = {"pass": passes, "fail": fails, "skip": skips}
-        print(f"{name}: {passes} passed, {fails} failed, {skips} skipped")
-json.dump(results, open(os.path.join(out, "results.json"), "w"), indent=1)
-print("results:", os.path.join(out, "results.json"))
+echo "FLOCK_CUDA_LIB_DIR=${FLOCK_CUDA_LIB_DIR:-}" >>"$out/environment.txt"
+step 30 doctor.txt "$bin/flock" doctor || fail discovery doctor.txt "flock doctor: exit status $?"
+"$bin/flock" doctor --json >"$out/doctor.json" 2>&1 || fail discovery doctor.json "flock doctor --json failed"
+"$py" - "$out/doctor.json" "$rehearsal" >>"$out/doctor.txt" 2>&1 <<'PYEOF' || fail discovery doctor.txt "$(tail -n 1 "$out/doctor.txt")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+libs = {l["name"]: l for l in r.get("libraries", [])}
+if sys.argv[2]:
+    assert not r.get("devices"), "a GPU in a rehearsal: run without REHEARSAL"
+    print("rehearsal: no GPU, as expected:", r.get("error", ""))
+    sys.exit(0)
+missing = [n for n in ("NVRTC", "cuBLAS") if not libs.get(n, {}).get("path")]
+if not r.get("devices"):
+    sys.exit("no GPU: %s" % r.get("error", ""))
+if missing:
+    sys.exit("missing %s: %s" % (", ".join(missing), "; ".join(libs[n].get("error", "") for n in missing)))
+# PTX from an NVRTC newer than the driver does not load (no JIT of a newer
+# PTX ISA; CUDA's minor-version compatibility leaves PTX out).
+def version(s):
+    return tuple(int(x) for x in s.replace("CUDA", "").strip().split(".")[:2])
+drv, nvrtc = r["driver"].get("version", ""), libs["NVRTC"].get("version", "")
+try:
+    if version(nvrtc) > version(drv):
+        sys.exit("NVRTC %s (%s) is newer than the driver (%s): the driver refuses its PTX; "
+                 "put an NVRTC of the driver's release first in FLOCK_CUDA_LIB_DIR" % (nvrtc, libs["NVRTC"]["path"], drv))
+except ValueError:
+    print("versions not compared: driver %r, NVRTC %r" % (drv, nvrtc))
+print("found:", ", ".join("%s %s" % (n, l.get("version", "")) for n, l in libs.items() if l.get("path")))
 PYEOF
-exit $status
+head -n 3 "$out/environment.txt" | tee -a "$summary"
+grep -E '^(GPU|  cuda:|CUDA driver|found:|rehearsal:)' "$out/doctor.txt" | tee -a "$summary"
+stages+=(discovery:ok)
+
+gotest conformance 200 conformance.log "$bin/cudatest" TestTensorOnGPU TestConformance
+if [[ -n "${FULL:-}" ]]; then
+	gotest conformance 200 conformance_own.log "$bin/cudatest" TestConformanceOwnKernels
+fi
+stages+=(conformance:ok)
+gotest dropout 60 dropout.log "$bin/cudatest" TestMatchesCPU
+stages+=(dropout:ok)
+gotest nccl 60 nccl.log "$bin/nccltest" TestWorldOfOne
+stages+=(nccl:ok)
+gotest training 120 training.log "$bin/cudatest" TestTrainStepsMatchCPU
+flocktrain train_cnn.log --model cnn --train-images 2048 --batch-size 128
+flocktrain train_resnet50.log --model resnet50 --train-images 256 --batch-size 32
+stages+=(training:ok)
+
+# performance: a failed or skipped measurement is reported, not fatal.
+perf=ok
+bench() {
+	local log=$1 rc
+	shift
+	step 150 "$log" "$bin/cudatest" -test.run '^$' -test.v -test.count=1 "$@"
+	rc=$?
+	if [[ -n "$rehearsal" ]]; then
+		grep -q -e '--- SKIP: Benchmark' "$out/$log" && grep -q 'needs a GPU' "$out/$log" || fail performance "$log" "the benchmarks did not run to their GPU check"
+	elif ((rc != 0)) || grep -q -e '--- SKIP\|--- FAIL' "$out/$log" || ! grep -q '^Benchmark[^ ]*/[^ ]* .*/op' "$out/$log"; then
+		perf="failed ($log)"
+	fi
+}
+peer() {
+	local log=$1 rc
+	shift
+	step 120 "$log" "$py" "$here/torch_step.py" --json "$@"
+	rc=$?
+	if [[ -n "$rehearsal" ]]; then
+		grep -q -e "PyTorch sees no GPU" -e "No module named 'torch'" "$out/$log" || fail performance "$log" "torch_step.py did not reach its GPU check"
+	elif ((rc != 0)); then
+		perf="failed ($log)"
+	fi
+}
+FLOCK_GPU_MATMUL_N="$mm" bench kernels.log -test.bench '^Benchmark(MatMul|Memory)$/^(tf32|bf16_autocast|copy|unary|binary|reduce|softmax)' -test.benchtime 20x
+peer torch_matmul.log --model "" --matmul "$mm"
+FLOCK_GPU_MODELS=resnet50,vit_base_p16 FLOCK_GPU_BATCH="$batch" bench steps_flock.log -test.bench '^BenchmarkModelStep$' -test.benchtime "${steps}x"
+peer steps_torch.log --model resnet50,vit_base_p16 --batch "$batch" --warmup 3 --steps "$steps"
+if [[ "$perf" != ok ]]; then
+	stages+=("performance:$perf")
+	finish 1
+fi
+stages+=(performance:ok)
+finish 0

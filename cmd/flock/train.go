@@ -16,6 +16,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/flockml/flock/backend"
+	"github.com/flockml/flock/backend/cpu"
+	"github.com/flockml/flock/backend/cuda"
 	"github.com/flockml/flock/dataset"
 	"github.com/flockml/flock/dist"
 	"github.com/flockml/flock/ffcv"
@@ -25,6 +28,7 @@ import (
 	"github.com/flockml/flock/nn"
 	"github.com/flockml/flock/nn/models"
 	"github.com/flockml/flock/sparse"
+	"github.com/flockml/flock/tensor"
 	"github.com/flockml/flock/train"
 )
 
@@ -46,6 +50,7 @@ type trainOptions struct {
 	// divergedSteps is Options.MaxNonFiniteSteps, 0 to keep going.
 	divergedSteps   int
 	checkpointEvery int
+	device          string
 }
 
 // trainFlags returns the flag set of flock train, bound to cfg and o. Flag
@@ -80,6 +85,7 @@ func trainFlags(cfg *train.Config, o *trainOptions) *flag.FlagSet {
 	fs.IntVar(&o.stopAfter, "stop-after", o.stopAfter, "stop after `STEP` steps of the run (the schedule still spans --epochs), writing the checkpoint to continue from with --resume (0: run to the end)")
 	fs.IntVar(&o.divergedSteps, "diverged-steps", o.divergedSteps, "stop with an error once the training loss has been NaN or infinite for `N` steps in a row (0: keep going)")
 	fs.IntVar(&o.workers, "workers", o.workers, "workers in this process, `K` goroutines each taking --batch-size images per step and cooperating by --strategy")
+	fs.StringVar(&o.device, "device", o.device, "`DEVICE` that computes: cpu, or cuda (cuda:N for GPU N), which trains one worker ('flock doctor' lists the GPUs)")
 	sc := &cfg.Strategy
 	fs.StringVar(&sc.Name, "strategy", sc.Name, "how the workers cooperate: dp (gradients averaged every step), local (Local SGD/AdamW/LARS: parameters averaged every H steps), diloco (outer Nesterov SGD on the averaged change every H steps)")
 	fs.StringVar(&sc.Sync, "sync", sc.Sync, "how local and diloco choose H each round: constant (--h), post-local (H = 1, then --h after --post-local-switch), power (max(Hbase, ⌊(α/η)^γ⌋)), qsr (power with γ = 2)")
@@ -115,7 +121,7 @@ func writeModels(w io.Writer) {
 }
 
 func trainHelp(w io.Writer) {
-	cfg, o := train.DefaultConfig(), trainOptions{workers: defaultWorkers, divergedSteps: train.DefaultMaxNonFiniteSteps}
+	cfg, o := train.DefaultConfig(), trainOptions{workers: defaultWorkers, divergedSteps: train.DefaultMaxNonFiniteSteps, device: cpu.Name}
 	fs := trainFlags(&cfg, &o)
 	fmt.Fprint(w, `Usage: flock train [flags]
 
@@ -222,7 +228,7 @@ func usageError(stderr io.Writer, format string, a ...any) int {
 }
 
 func runTrain(args []string, stdout, stderr io.Writer) int {
-	cfg, o := train.DefaultConfig(), trainOptions{workers: defaultWorkers, divergedSteps: train.DefaultMaxNonFiniteSteps}
+	cfg, o := train.DefaultConfig(), trainOptions{workers: defaultWorkers, divergedSteps: train.DefaultMaxNonFiniteSteps, device: cpu.Name}
 	fs := trainFlags(&cfg, &o)
 	if helpAsked(args) {
 		trainHelp(stdout)
@@ -287,6 +293,20 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "flock train: %v\n", err)
 		return exitFailure
 	}
+	if o.device != cpu.Name {
+		// Workers cooperate through host buffers: a GPU trains one worker
+		// in one process.
+		if launched || flagGiven(fs, "workers") && o.workers > 1 {
+			return usageError(stderr, "--device %s trains one worker in one process: drop --workers and the launcher", o.device)
+		}
+		o.workers = 1
+	}
+	dev, err := trainDevice(o.device)
+	if err != nil {
+		fmt.Fprintf(stderr, "flock train: %v\n", err)
+		return exitFailure
+	}
+	tensor.SetDefaultDevice(dev)
 	if launched {
 		if flagGiven(fs, "workers") && o.workers > 1 {
 			return usageError(stderr, "--workers %d in a process started by a launcher (rank %d of %d): use one or the other", o.workers, env.Rank, env.Size)
@@ -349,6 +369,20 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 		comms = []dist.Comm{c}
 	}
 	return trainWorkers(ctx, cfg, o, trainSet, testSet, comms, stdout, stderr)
+}
+
+// trainDevice opens the backend named by --device: cpu, cuda or cuda:N.
+func trainDevice(name string) (backend.Backend, error) {
+	if strings.HasPrefix(name, cuda.Name) {
+		if ok, err := cuda.Available(); !ok {
+			return nil, fmt.Errorf("--device %s: %v", name, err)
+		}
+	}
+	b, err := backend.Get(name)
+	if err != nil {
+		return nil, fmt.Errorf("--device %s: %w", name, err)
+	}
+	return b, nil
 }
 
 // helpAsked reports whether args ask for help with a bare -h: the flag

@@ -35,16 +35,22 @@ __device__ __forceinline__ P4 philox(u64 b, u32 second, u64 seed) {
   return p;
 }
 
+// lane is word k (0–3) of a Philox block. Selected, not indexed: an index
+// known only at run time puts the block in local memory.
+__device__ __forceinline__ u32 lane(const P4 &p, u64 k) {
+  return (k & 2) ? ((k & 1) ? p.x[3] : p.x[2]) : ((k & 1) ? p.x[1] : p.x[0]);
+}
+
 // The float32 uniform of position j: (w >> 8)·2⁻²⁴.
 __device__ __forceinline__ double u24(u64 j, u64 seed) {
   P4 w = philox(j >> 2, 0, seed);
-  return (double)(w.x[j & 3] >> 8) * (1.0 / 16777216.0);
+  return (double)(lane(w, j) >> 8) * (1.0 / 16777216.0);
 }
 
 // The float64 uniform of position j: ((w >> 5)·2²⁶ + (v >> 6))·2⁻⁵³.
 __device__ __forceinline__ double u53(u64 j, u64 seed) {
   P4 w = philox(j >> 2, 0, seed), v = philox(j >> 2, 1, seed);
-  u64 m = ((u64)(w.x[j & 3] >> 5) << 26) | (u64)(v.x[j & 3] >> 6);
+  u64 m = ((u64)(lane(w, j) >> 5) << 26) | (u64)(lane(v, j) >> 6);
   return (double)m * (1.0 / 9007199254740992.0);
 }
 
