@@ -196,9 +196,9 @@ type series struct {
 
 // figure is a plot with its legend drawn to its right.
 type figure struct {
-	title, x, y string
-	logX, lines bool
-	series      []series
+	title, x, y       string
+	logX, logY, lines bool
+	series            []series
 }
 
 // pointFigure places each strategy at the mean of x and of the test
@@ -239,7 +239,7 @@ func curveFigure(sums []strategySummary) figure {
 // hFigure is the length H of each round against the step that closes it,
 // for the local-update strategies (first seed).
 func hFigure(sums []strategySummary) figure {
-	f := figure{title: "Synchronization period H over training (first seed)", x: "step", y: "H (steps per round)", lines: true}
+	f := figure{title: "Synchronization period H over training (first seed)", x: "step", y: "H (steps per round, log scale)", lines: true, logY: true}
 	for _, s := range sums {
 		r := s.runs[0]
 		if (r.Kind != "local" && r.Kind != "diloco") || len(r.H) == 0 {
@@ -254,6 +254,18 @@ func hFigure(sums []strategySummary) figure {
 	}
 	return f
 }
+
+// palette holds ten colours that stay apart on screen and paper (the
+// Tableau 10 of matplotlib), and glyphs the marks of each round of them.
+var (
+	palette = []color.Color{
+		color.RGBA{0x1f, 0x77, 0xb4, 0xff}, color.RGBA{0xff, 0x7f, 0x0e, 0xff}, color.RGBA{0x2c, 0xa0, 0x2c, 0xff},
+		color.RGBA{0xd6, 0x27, 0x28, 0xff}, color.RGBA{0x94, 0x67, 0xbd, 0xff}, color.RGBA{0x8c, 0x56, 0x4b, 0xff},
+		color.RGBA{0xe3, 0x77, 0xc2, 0xff}, color.RGBA{0x7f, 0x7f, 0x7f, 0xff}, color.RGBA{0xbc, 0xbd, 0x22, 0xff},
+		color.RGBA{0x17, 0xbe, 0xcf, 0xff},
+	}
+	glyphs = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.TriangleGlyph{}, draw.SquareGlyph{}}
+)
 
 // logTicks marks a log axis at 1, 2, …, 9 × 10ᵏ, labelling 1, 2 and 5 ×
 // 10ᵏ, so that a range of less than a decade still has labels.
@@ -309,19 +321,23 @@ func (f figure) save(path string) error {
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = logTicks{}
 	}
+	if f.logY {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = logTicks{}
+	}
 	legend := plot.NewLegend()
 	legend.Top, legend.Left = true, true
 	legend.TextStyle.Font.Size = vg.Points(10)
 	legend.Padding = vg.Points(3)
 	for i, s := range f.series {
-		c := plotutil.Color(i)
+		c, shape := palette[i%len(palette)], glyphs[i/len(palette)%len(glyphs)]
 		if f.lines {
 			l, pts, err := plotter.NewLinePoints(s.xys)
 			if err != nil {
 				return err
 			}
-			l.Color, l.Dashes, l.Width = c, plotutil.Dashes(i/7), vg.Points(1.5)
-			pts.Color, pts.Shape = c, plotutil.Shape(i/7)
+			l.Color, l.Dashes, l.Width = c, plotutil.Dashes(i/len(palette)), vg.Points(1.5)
+			pts.Color, pts.Shape = c, shape
 			if len(s.xys) > 30 {
 				pts.Radius = 0
 			}
@@ -333,7 +349,7 @@ func (f figure) save(path string) error {
 		if err != nil {
 			return err
 		}
-		sc.Color, sc.Shape, sc.Radius = c, plotutil.Shape(i/7), vg.Points(4)
+		sc.Color, sc.Shape, sc.Radius = c, shape, vg.Points(4)
 		p.Add(sc)
 		if s.yerr != nil {
 			eb, err := plotter.NewYErrorBars(pointErrors{s.xys, s.yerr})
@@ -348,6 +364,9 @@ func (f figure) save(path string) error {
 	if f.logX {
 		// Some room either side of the points on the log axis.
 		p.X.Min, p.X.Max = p.X.Min/1.5, p.X.Max*1.5
+	}
+	if f.logY {
+		p.Y.Min, p.Y.Max = p.Y.Min/1.2, p.Y.Max*1.2
 	}
 	const plotW, legendW, h = 7 * vg.Inch, 2.6 * vg.Inch, 4.5 * vg.Inch
 	c := vgsvg.New(plotW+legendW, h)

@@ -44,7 +44,9 @@ func TestExperimentQuick(t *testing.T) {
 	needData(t)
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"experiment", "strategies", "--quick", "--out", dir}, &stdout, &stderr); code != exitOK {
+	// Two runs at once; the runs' flags do not include --jobs, so the
+	// grid resumes below with one at a time.
+	if code := run([]string{"experiment", "strategies", "--quick", "--jobs", "2", "--out", dir}, &stdout, &stderr); code != exitOK {
 		t.Fatalf("exit %d\n%s%s", code, stdout.String(), stderr.String())
 	}
 	for _, f := range []string{"runs.jsonl", "report.jsonl", "report.md", "acc_bytes.svg", "acc_time.svg", "curves.svg", "h.svg"} {
