@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -423,8 +424,8 @@ type roundH struct {
 }
 
 // readRuns reads the records of runs.jsonl by ID; a missing file holds
-// none. A last line cut short by a crash is dropped from the file, so that
-// the next record starts on a line of its own.
+// none. A last line without its newline, cut short by a crash, is left out
+// (and dropped from the file when the grid appends to it).
 func readRuns(path string) (map[string]runRecord, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -433,12 +434,7 @@ func readRuns(path string) (map[string]runRecord, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read runs: %w", err)
 	}
-	if i := bytes.LastIndexByte(data, '\n'); i+1 < len(data) {
-		data = data[:i+1]
-		if err := os.Truncate(path, int64(len(data))); err != nil {
-			return nil, fmt.Errorf("drop the unfinished last line of %s: %w", path, err)
-		}
-	}
+	data = data[:bytes.LastIndexByte(data, '\n')+1]
 	done := map[string]runRecord{}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(nil, 1<<24)
@@ -450,6 +446,33 @@ func readRuns(path string) (map[string]runRecord, error) {
 		done[r.ID] = r
 	}
 	return done, sc.Err()
+}
+
+// openRuns opens runs.jsonl for appending, first dropping a last line
+// that a crash left without its newline, so that the next record starts
+// on a line of its own.
+func openRuns(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(f)
+	if err == nil {
+		if n := int64(bytes.LastIndexByte(data, '\n') + 1); n < int64(len(data)) {
+			err = f.Truncate(n)
+		}
+	}
+	if err == nil {
+		_, err = f.Seek(0, io.SeekEnd)
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return f, nil
 }
 
 // grid runs the runs not yet done, jobs at a time, appending each record
@@ -476,75 +499,79 @@ func (g *grid) run(ctx context.Context) error {
 	if len(todo) == 0 {
 		return nil
 	}
-	if err := os.MkdirAll(filepath.Dir(g.path), 0o755); err != nil {
-		return fmt.Errorf("%w", err)
-	}
-	f, err := os.OpenFile(g.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := openRuns(g.path)
 	if err != nil {
-		return fmt.Errorf("%w", err)
+		return err
 	}
 	defer f.Close()
 
+	// A run that fails is reported and left out of runs.jsonl, so that
+	// the next start tries it again; the others go on. Writing runs.jsonl
+	// failing, or an interrupt, stops the grid.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	queue := make(chan gridRun)
 	var (
-		wg    sync.WaitGroup
-		first error
+		wg       sync.WaitGroup
+		failed   []string
+		writeErr error
 	)
-	fail := func(err error) {
-		g.mu.Lock()
-		if first == nil {
-			first = err
-		}
-		g.mu.Unlock()
-		cancel()
-	}
 	for range min(g.jobs, len(todo)) {
 		wg.Go(func() {
 			for r := range queue {
 				g.progress.begin(r)
 				rec, err := g.train(ctx, r)
 				if err != nil {
-					fail(fmt.Errorf("run %s: %w", r.ID, err))
 					g.progress.end(r, nil)
+					if ctx.Err() != nil {
+						continue
+					}
+					slog.Error("flock experiment: run failed", "run", r.ID, "err", err)
+					g.mu.Lock()
+					failed = append(failed, r.ID)
+					g.mu.Unlock()
 					continue
 				}
 				line, err := json.Marshal(rec)
-				if err != nil {
-					fail(err)
-					continue
-				}
 				g.mu.Lock()
-				_, err = f.Write(append(line, '\n'))
+				if err == nil {
+					_, err = f.Write(append(line, '\n'))
+				}
 				if err == nil {
 					err = f.Sync()
 				}
-				g.done[r.ID] = rec
-				g.mu.Unlock()
-				if err != nil {
-					fail(fmt.Errorf("write %s: %w", g.path, err))
+				if err == nil {
+					g.done[r.ID] = rec
+				} else if writeErr == nil {
+					writeErr = fmt.Errorf("write %s: %w", g.path, err)
+					cancel()
 				}
+				g.mu.Unlock()
 				g.progress.end(r, &rec)
 			}
 		})
 	}
 	for _, r := range todo {
-		if ctx.Err() != nil {
-			break
-		}
 		select {
 		case queue <- r:
+			continue
 		case <-ctx.Done():
 		}
+		break
 	}
 	close(queue)
 	wg.Wait()
 	g.progress.finish()
-	if first != nil {
-		return first
+	switch {
+	case writeErr != nil:
+		return writeErr
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case len(failed) > 0:
+		slices.Sort(failed)
+		return fmt.Errorf("%d of %d runs failed (%s); the others are in %s, and the same command tries the failed ones again", len(failed), len(todo), strings.Join(failed, ", "), g.path)
 	}
-	return ctx.Err()
+	return nil
 }
 
 // train runs r as flock train does, with its records as JSON Lines in
