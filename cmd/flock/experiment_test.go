@@ -236,3 +236,37 @@ func TestProjectRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestExperimentRunsFile checks how a grid reads runs.jsonl: --dry-run
+// marks the runs done and leaves a line cut short by a crash in place, and
+// a run recorded with other flags than the grid's stops the grid before
+// anything trains.
+func TestExperimentRunsFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	runs, err := experimentRuns(experimentOptions{model: "cnn", seeds: "1", only: "dp", workers: 2, epochs: 1, trainImages: 2048, batch: 128})
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _ := json.Marshal(runRecord{Record: "run", ID: runs[0].ID, Strategy: "dp", Args: runs[0].Args})
+	path := filepath.Join(dir, "runs.jsonl")
+	content := append(append(line, '\n'), `{"record":"run","id":"local-h2/se`...)
+	if err := os.WriteFile(path, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"experiment", "strategies", "--quick", "--dry-run", "--out", dir}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("dry run: exit %d: %s", code, stderr.String())
+	}
+	if out := stdout.String(); !strings.Contains(out, "✓ dp/seed1") || strings.Contains(out, "✓ local-h2") || !strings.Contains(out, "5 runs, 1 done") {
+		t.Errorf("dry run over one finished run:\n%s", out)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(after, content) {
+		t.Errorf("--dry-run changed runs.jsonl:\n%s", after)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if code := run([]string{"experiment", "strategies", "--quick", "--epochs", "2", "--out", dir}, &stdout, &stderr); code != exitFailure || !strings.Contains(stderr.String(), "holds run dp/seed1 with other flags") {
+		t.Errorf("grid with other flags than runs.jsonl's: exit %d, stderr %q; want %d and the run named", code, stderr.String(), exitFailure)
+	}
+}
