@@ -114,9 +114,9 @@ func experimentFlags(o *experimentOptions) *flag.FlagSet {
 	fs.BoolVar(&o.quick, "quick", false, "a grid of seconds: "+strings.Join(quickStrategies, ", ")+"; 2 workers, 1 epoch on 2048 images, seed 1 (other flags given still apply)")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "list the runs, marking those already done, and exit")
 	fs.BoolVar(&o.report, "report-only", false, "write the report from the runs already in runs.jsonl, training nothing")
-	fs.StringVar(&o.network, "network", "10gbe", "network of the projection, one of the presets below; --latency, --bandwidth, --allreduce override its values")
-	fs.Float64Var(&o.latency, "latency", -1, "α of the projection's network, in `SECONDS` (e.g. 25e-6)")
-	fs.Float64Var(&o.bandwidth, "bandwidth", 0, "β of the projection's network, in `BYTES/S` per link and direction (e.g. 1.25e9)")
+	fs.StringVar(&o.network, "network", "10gbe", "network of the projection, one of the networks above; --latency, --bandwidth, --allreduce override its values")
+	fs.Float64Var(&o.latency, "latency", -1, "α of the projection's network, in `SECONDS` (e.g. 25e-6; negative: the preset's)")
+	fs.Float64Var(&o.bandwidth, "bandwidth", 0, "β of the projection's network, in `BYTES/S` per link and direction (e.g. 1.25e9; 0: the preset's)")
 	fs.StringVar(&o.allreduce, "allreduce", "", "all-reduce of the projection: ring or halving-doubling (default: the preset's)")
 	fs.IntVar(&o.scale, "scale", 64, "nodes `P` of the projection (one worker each)")
 	fs.Float64Var(&o.stepTime, "step-time", 0, "compute time of one step at scale in `SECONDS` (0: measured, see below)")
@@ -149,16 +149,17 @@ The grid (flags added to each run's):
 	fmt.Fprintf(w, `
 Every run: --model MODEL --workers K --epochs E --batch-size B --seed S
 --eval-every 1, otherwise flock train's defaults (Nesterov SGD, lr 0.15,
-cosine schedule). The defaults, 16 strategies × 3 seeds × %d epochs of 8
-workers, are sized for about 90 minutes on two cores.
+cosine schedule). The defaults, 16 strategies × 3 seeds × %d epochs of the
+CNN on 8 workers, are sized for about 90 minutes on two idle cores;
+ResNet-20's steps cost many times more.
 
 Projection: a run of S steps with N synchronizations costs
 S·t_step + N·T_sync on P nodes, where T_sync is a ring (or halving-doubling)
 all-reduce of the bytes each synchronization reduced for dp, local, diloco
 and jointspar; a model sent to each out-neighbour of the run's graph on P
 nodes for dmsgd; one pairwise swap of what an interaction sent for swarm.
-t_step is --step-time, or else measured: the run's wall time less the time
-it waited on communication, per step, times the share of this machine's
+t_step is --step-time, or else measured: the run's wall time less its
+evaluations and the time it waited on communication, per step, times the share of this machine's
 cores each of the K·jobs workers had (min(1, cores/(K·jobs))), that is the
 step of one worker with the machine to itself.
 
