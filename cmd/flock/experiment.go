@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -728,6 +729,9 @@ func (p *gridProgress) draw(finished string) {
 		fmt.Fprint(p.w, "\r\033[K")
 		if finished != "" {
 			fmt.Fprintln(p.w, finished)
+		}
+		if len(p.running) > 0 {
+			state += " — " + strings.Join(slices.Sorted(maps.Keys(p.running)), ", ")
 		}
 		fmt.Fprint(p.w, state)
 		return

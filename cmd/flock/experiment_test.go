@@ -270,3 +270,27 @@ func TestExperimentRunsFile(t *testing.T) {
 		t.Errorf("grid with other flags than runs.jsonl's: exit %d, stderr %q; want %d and the run named", code, stderr.String(), exitFailure)
 	}
 }
+
+// TestGridProgress checks the progress lines: the runs found done, then a
+// line per finished run with the counts and the time left.
+func TestGridProgress(t *testing.T) {
+	t.Parallel()
+	for _, terminal := range []bool{false, true} {
+		var b bytes.Buffer
+		p := newGridProgress(&b, terminal)
+		p.start(4, 1, 1)
+		r := gridRun{ID: "dp/seed2"}
+		p.begin(r)
+		if terminal && !strings.Contains(b.String(), "runs 1/4 done, 1 running, ETA - — dp/seed2") {
+			t.Errorf("terminal: no state line while dp/seed2 runs: %q", b.String())
+		}
+		p.end(r, &runRecord{TestAcc: 0.875, Comm: train.CommStats{Sent: 3 << 20}})
+		p.finish()
+		out := b.String()
+		for _, want := range []string{"1 of 4 runs already done", "dp/seed2               test acc  87.50%  sent 3.0 MiB", "runs 2/4 done, 0 running, ETA ", "runs 2/4 done\n"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("terminal %v: no %q in\n%q", terminal, want, out)
+			}
+		}
+	}
+}
