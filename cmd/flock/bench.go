@@ -82,15 +82,22 @@ func benchUsage(stderr io.Writer, name, format string, a ...any) int {
 // prints help on stdout, and a bad flag or a stray argument is a usage
 // error. done reports that the command ends here with status code.
 func parseBenchFlags(name string, fs *flag.FlagSet, args []string, help func(io.Writer), stdout, stderr io.Writer) (code int, done bool) {
+	return parseFlags(fs, args, help, func(format string, a ...any) int { return benchUsage(stderr, name, format, a...) }, stdout)
+}
+
+// parseFlags parses args into fs: --help writes help to stdout, and a bad
+// flag or an argument left over is reported by usage. done says whether
+// the command ends there, with status code.
+func parseFlags(fs *flag.FlagSet, args []string, help func(io.Writer), usage func(format string, a ...any) int, stdout io.Writer) (code int, done bool) {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			help(stdout)
 			return exitOK, true
 		}
-		return benchUsage(stderr, name, "%v", err), true
+		return usage("%v", err), true
 	}
 	if fs.NArg() > 0 {
-		return benchUsage(stderr, name, "unexpected argument %q", fs.Arg(0)), true
+		return usage("unexpected argument %q", fs.Arg(0)), true
 	}
 	return 0, false
 }

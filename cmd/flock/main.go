@@ -10,6 +10,7 @@
 //	run      start the ranks of a distributed job (see flock run --help)
 //	bench    measure flock against its peers (see flock bench --help)
 //	convert  write a data set as an FFCV .beton file
+//	experiment  run a grid of training runs and report accuracy against communication
 //	sync-plan  print the rounds of a local-update synchronization rule
 //	topology   print a decentralized topology's weights and spectral gap
 //	doctor   report the GPUs, CUDA driver and libraries found
