@@ -18,7 +18,6 @@ import (
 
 	"github.com/flockml/flock/dataset"
 	"github.com/flockml/flock/dist"
-	"github.com/flockml/flock/ffcv"
 	"github.com/flockml/flock/gossip"
 	"github.com/flockml/flock/internal/term"
 	"github.com/flockml/flock/localopt"
@@ -43,6 +42,8 @@ type trainOptions struct {
 	threads    int
 	stopAfter  int
 	workers    int
+	// stream shapes the streaming of .beton data.
+	stream streamOptions
 }
 
 // trainFlags returns the flag set of flock train, bound to cfg and o. Flag
@@ -75,6 +76,7 @@ func trainFlags(cfg *train.Config, o *trainOptions) *flag.FlagSet {
 	fs.IntVar(&cfg.TrainImages, "train-images", cfg.TrainImages, "train on the first `N` training images only (0: all)")
 	fs.IntVar(&o.stopAfter, "stop-after", o.stopAfter, "stop after `STEP` steps of the run (the schedule still spans --epochs), writing the checkpoint to continue from with --resume (0: run to the end)")
 	fs.IntVar(&o.workers, "workers", o.workers, "workers in this process, `K` goroutines each taking --batch-size images per step and cooperating by --strategy")
+	streamFlags(fs, &o.stream)
 	sc := &cfg.Strategy
 	fs.StringVar(&sc.Name, "strategy", sc.Name, "how the workers cooperate: dp (gradients averaged every step), local (Local SGD/AdamW/LARS: parameters averaged every H steps), diloco (outer Nesterov SGD on the averaged change every H steps)")
 	fs.StringVar(&sc.Sync, "sync", sc.Sync, "how local and diloco choose H each round: constant (--h), post-local (H = 1, then --h after --post-local-switch), power (max(Hbase, ⌊(α/η)^γ⌋)), qsr (power with γ = 2)")
@@ -110,7 +112,7 @@ func writeModels(w io.Writer) {
 }
 
 func trainHelp(w io.Writer) {
-	cfg, o := train.DefaultConfig(), trainOptions{workers: defaultWorkers}
+	cfg, o := train.DefaultConfig(), trainOptions{workers: defaultWorkers, stream: defaultStreamOptions()}
 	fs := trainFlags(&cfg, &o)
 	fmt.Fprint(w, `Usage: flock train [flags]
 
@@ -213,7 +215,7 @@ func usageError(stderr io.Writer, format string, a ...any) int {
 }
 
 func runTrain(args []string, stdout, stderr io.Writer) int {
-	cfg, o := train.DefaultConfig(), trainOptions{workers: defaultWorkers}
+	cfg, o := train.DefaultConfig(), trainOptions{workers: defaultWorkers, stream: defaultStreamOptions()}
 	fs := trainFlags(&cfg, &o)
 	if helpAsked(args) {
 		trainHelp(stdout)
@@ -253,6 +255,9 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 	if o.workers < 1 {
 		return usageError(stderr, "workers %d: want ≥ 1", o.workers)
 	}
+	if err := o.stream.validate(); err != nil {
+		return usageError(stderr, "%v", err)
+	}
 	if o.testData != "" && !strings.HasSuffix(o.data, ".beton") {
 		return usageError(stderr, "--test-data %s needs --data TRAIN.beton", o.testData)
 	}
@@ -291,11 +296,12 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 	if !o.json && (!launched || env.Rank == 0) {
 		progress = stderr
 	}
-	var trainSet, testSet *dataset.Images
+	var sets *trainSets
 	if strings.HasSuffix(o.data, ".beton") {
-		trainSet, testSet, err = loadBeton(ctx, o.data, o.testData)
+		sets, err = betonSets(o.data, o.testData, o.stream)
 	} else {
-		trainSet, testSet, err = dataset.LoadFashionMNIST(ctx, dataset.FashionMNISTOptions{
+		sets = &trainSets{}
+		sets.train, sets.test, err = dataset.LoadFashionMNIST(ctx, dataset.FashionMNISTOptions{
 			Dir: o.data, Download: o.download, Progress: progress,
 		})
 	}
@@ -323,7 +329,7 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 		}
 		comms = []dist.Comm{c}
 	}
-	return trainWorkers(ctx, cfg, o, trainSet, testSet, comms, stdout, stderr)
+	return trainWorkers(ctx, cfg, o, sets, comms, stdout, stderr)
 }
 
 // helpAsked reports whether args ask for help with a bare -h: the flag
@@ -353,17 +359,6 @@ func flagGiven(fs *flag.FlagSet, name string) bool {
 	return given
 }
 
-// loadBeton reads the training set and, when testPath is set, the test set
-// from .beton files (fields image and label) into memory.
-func loadBeton(ctx context.Context, trainPath, testPath string) (trainSet, testSet *dataset.Images, err error) {
-	trainSet, err = ffcv.ReadImages(ctx, trainPath, ffcv.ReadImagesOptions{})
-	if err != nil || testPath == "" {
-		return trainSet, nil, err
-	}
-	testSet, err = ffcv.ReadImages(ctx, testPath, ffcv.ReadImagesOptions{NumClasses: len(trainSet.Classes)})
-	return trainSet, testSet, err
-}
-
 // launcherEnv returns the rank and world of a process started by a
 // launcher (flock run, torchrun, srun, mpirun), and whether there is one
 // with more than one rank.
@@ -381,8 +376,10 @@ type worker struct {
 	comm  dist.Comm
 	strat train.Strategy
 	t     *train.Trainer
-	sum   train.Summary
-	err   error
+	// closeData releases the worker's data (its .beton streams).
+	closeData func()
+	sum       train.Summary
+	err       error
 }
 
 // closeStrategy stops the worker's strategy (its queue, its buffers).
@@ -396,7 +393,7 @@ func (w *worker) closeStrategy() {
 // comms is nil, otherwise one per Comm, data-parallel. Rank 0 evaluates,
 // reports and writes checkpoints. A worker that fails closes its Comm, so
 // that the others stop with an error naming it instead of waiting.
-func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSet, testSet *dataset.Images, comms []dist.Comm, stdout, stderr io.Writer) int {
+func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, sets *trainSets, comms []dist.Comm, stdout, stderr io.Writer) int {
 	world := 1
 	if comms != nil {
 		world = comms[0].Size()
@@ -422,6 +419,9 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSe
 			if w.t != nil {
 				w.t.Close()
 			}
+			if w.closeData != nil {
+				w.closeData()
+			}
 		}
 	}()
 	var rank0 *worker
@@ -429,10 +429,10 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSe
 		w := &worker{}
 		ws[i] = w
 		opts := train.Options{}
-		test := testSet
+		test := sets.hasTest()
 		if comms != nil {
 			w.comm, w.rank = comms[i], comms[i].Rank()
-			s, err := newStrategy(w.comm, cfg, cfg.StepsPerEpoch(trainSet.N, world), commCtx)
+			s, err := newStrategy(w.comm, cfg, sets.stepsPerEpoch(cfg, world), commCtx)
 			if err != nil {
 				fmt.Fprintf(stderr, "flock train: %v\n", err)
 				return exitFailure
@@ -447,10 +447,11 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSe
 			rank0 = w
 			opts.OnRecord, opts.OnProgress, opts.CheckpointPath = out.record, out.progress, o.checkpoint
 		} else {
-			opts.PeerEvaluates = testSet != nil
-			test = nil
+			opts.PeerEvaluates = test
+			test = false
 		}
-		t, err := train.New(cfg, trainSet, test, opts)
+		t, closeData, err := sets.trainer(cfg, test, opts)
+		w.closeData = closeData
 		if err != nil {
 			fmt.Fprintf(stderr, "flock train: %v\n", err)
 			return exitFailure
@@ -465,7 +466,7 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSe
 	}
 	if rank0 != nil {
 		out.strategy = strategyName(rank0.strat)
-		out.start(rank0.t, trainSet, testSet, o)
+		out.start(rank0.t, sets, o)
 	}
 
 	var (
@@ -618,20 +619,18 @@ func newReporter(w io.Writer, jsonOut, terminal bool) *reporter {
 	return &reporter{w: w, json: jsonOut, terminal: terminal && !jsonOut, enc: json.NewEncoder(w), workers: 1}
 }
 
-func (r *reporter) start(t *train.Trainer, trainSet, testSet *dataset.Images, o trainOptions) {
+func (r *reporter) start(t *train.Trainer, sets *trainSets, o trainOptions) {
 	if r.json {
 		return
 	}
 	cfg := t.Config()
-	data, testN := "Fashion-MNIST", 0
+	data := "Fashion-MNIST"
 	if strings.HasSuffix(o.data, ".beton") {
 		data = o.data
 	}
-	if testSet != nil {
-		testN = testSet.N
-	}
+	trainN, testN := sets.counts()
 	fmt.Fprintf(r.w, "flock train: %s (%d parameters) on %s, %d training / %d test images\n",
-		cfg.Model, nn.NumParameters(t.Model()), data, trainSet.N, testN)
+		cfg.Model, nn.NumParameters(t.Model()), data, trainN, testN)
 	opt := cfg.Optimizer
 	if cfg.Optimizer != "adamw" {
 		opt += fmt.Sprintf(" momentum %g", cfg.Momentum)
