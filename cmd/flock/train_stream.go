@@ -23,10 +23,11 @@ type streamOptions struct {
 	decodeWorkers int
 	cache         string
 	cacheMiB      int
+	order         string
 }
 
 func defaultStreamOptions() streamOptions {
-	return streamOptions{cropScale: "0.08,1", cache: "process", cacheMiB: 256}
+	return streamOptions{cropScale: "0.08,1", cache: "process", cacheMiB: 256, order: "auto"}
 }
 
 // streamFlags adds the flags of s to fs.
@@ -39,6 +40,7 @@ func streamFlags(fs *flag.FlagSet, s *streamOptions) {
 	fs.IntVar(&s.decodeWorkers, "decode-workers", s.decodeWorkers, ".beton data: goroutines decoding and augmenting images, per worker (0: GOMAXPROCS)")
 	fs.StringVar(&s.cache, "data-cache", s.cache, ".beton data: process (pages read into a bounded cache, prefetched for the batches ahead) or page (the file mapped, cached by the operating system)")
 	fs.IntVar(&s.cacheMiB, "data-cache-mib", s.cacheMiB, ".beton data: `MIB` of pages the process cache keeps, per file and worker")
+	fs.StringVar(&s.order, "data-order", s.order, ".beton data: the order of training images, random (a permutation per epoch, as in memory), quasi-random (a few pages at a time, which a bounded cache holds) or auto (quasi-random with the process cache, random with the page cache)")
 }
 
 // validate checks s, naming the flags as the command line does.
@@ -55,6 +57,9 @@ func (s streamOptions) validate() error {
 	if s.cache != "process" && s.cache != "page" {
 		return fmt.Errorf("data-cache %q: want process or page", s.cache)
 	}
+	if _, err := s.trainOrder(); err != nil {
+		return err
+	}
 	if s.cacheMiB < 1 {
 		return fmt.Errorf("data-cache-mib %d: want ≥ 1", s.cacheMiB)
 	}
@@ -65,6 +70,22 @@ func (s streamOptions) validate() error {
 		return err
 	}
 	return nil
+}
+
+// trainOrder returns the order of the training images.
+func (s streamOptions) trainOrder() (ffcv.Order, error) {
+	switch s.order {
+	case "auto":
+		if s.cache == "process" {
+			// A random permutation reads a page for nearly every image;
+			// only the pages of a window fit a bounded cache.
+			return ffcv.QuasiRandom, nil
+		}
+		return ffcv.Random, nil
+	case "random", "quasi-random":
+		return ffcv.ParseOrder(s.order)
+	}
+	return 0, fmt.Errorf("data-order %q: want random, quasi-random or auto", s.order)
 }
 
 // scale returns the crop-scale range.
@@ -226,14 +247,14 @@ func newBetonStream(r *beton.Reader, b betonStream, s streamOptions) (*ffcv.Imag
 		}
 	}
 	opt := ffcv.Options{
-		BatchSize: b.batchSize, Workers: s.decodeWorkers, Order: ffcv.Random, Seed: b.seed,
+		BatchSize: b.batchSize, Workers: s.decodeWorkers, Seed: b.seed,
 		Rank: b.rank, World: b.world, Pipelines: pipes,
 	}
 	if s.cache == "process" {
 		opt.Cache = ffcv.ProcessCache
 	}
-	if b.eval {
-		opt.Order = ffcv.Sequential
+	if !b.eval {
+		opt.Order, _ = s.trainOrder()
 	}
 	if b.images > 0 && b.images < n {
 		opt.Indices = make([]int, b.images)

@@ -85,6 +85,7 @@ func TestStreamMatchesMemory(t *testing.T) {
 				}}
 			}
 			s := defaultStreamOptions()
+			s.order = "random"
 			mean, std, err := s.statistics(c.channels)
 			if err != nil {
 				t.Fatal(err)
@@ -193,4 +194,22 @@ func TestTrainResNet50Beton(t *testing.T) {
 		// 32 images in batches of 16, each step logged.
 		t.Errorf("%d training and %d evaluation records: want 2 and 1\n%s", steps, evals, stdout.String())
 	}
+}
+
+// TestTrainStreamUsage checks that bad streaming flags are usage errors
+// naming the flag.
+func TestTrainStreamUsage(t *testing.T) {
+	fmnist := filepath.Join(ffcvTestdata, "fmnist_500_ndarray.beton")
+	jpegs := filepath.Join(ffcvTestdata, "jpeg_q90_max256.beton")
+	runCLICases(t, []cliCase{
+		{"image size", []string{"train", "--data", fmnist, "--image-size", "-1"}, exitUsage, nil, []string{"image-size -1: want ≥ 0"}, false},
+		{"crop scale", []string{"train", "--data", fmnist, "--crop-scale", "0.5,0.2"}, exitUsage, nil, []string{`crop-scale "0.5,0.2": want MIN,MAX`}, false},
+		{"crop scale not numbers", []string{"train", "--data", fmnist, "--crop-scale", "a,b"}, exitUsage, nil, []string{`crop-scale "a,b": want comma-separated numbers`}, false},
+		{"order", []string{"train", "--data", fmnist, "--data-order", "shuffled"}, exitUsage, nil, []string{`data-order "shuffled"`}, false},
+		{"cache", []string{"train", "--data", fmnist, "--data-cache", "disk"}, exitUsage, nil, []string{`data-cache "disk": want process or page`}, false},
+		{"decode workers", []string{"train", "--data", fmnist, "--decode-workers", "-2"}, exitUsage, nil, []string{"decode-workers -2: want ≥ 0"}, false},
+		{"std of zero", []string{"train", "--workers", "1", "--data", jpegs, "--image-size", "32", "--std", "0"}, exitFailure, nil, []string{"--std [0]: want values > 0"}, false},
+		{"statistics per channel", []string{"train", "--workers", "1", "--data", jpegs, "--image-size", "32", "--mean", "0.1,0.2"}, exitFailure, nil, []string{"--mean and --std: 2 and 3 values for 3-channel images"}, false},
+		{"arrays cropped", []string{"train", "--workers", "1", "--data", fmnist, "--image-size", "16"}, exitFailure, nil, []string{`--image-size 16: field "image" holds arrays`}, false},
+	})
 }
