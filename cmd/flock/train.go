@@ -44,6 +44,8 @@ type trainOptions struct {
 	workers    int
 	// stream shapes the streaming of .beton data.
 	stream streamOptions
+	// device is --device: cpu, cuda or cuda:N.
+	device string
 }
 
 // trainFlags returns the flag set of flock train, bound to cfg and o. Flag
@@ -77,6 +79,7 @@ func trainFlags(cfg *train.Config, o *trainOptions) *flag.FlagSet {
 	fs.IntVar(&o.stopAfter, "stop-after", o.stopAfter, "stop after `STEP` steps of the run (the schedule still spans --epochs), writing the checkpoint to continue from with --resume (0: run to the end)")
 	fs.IntVar(&o.workers, "workers", o.workers, "workers in this process, `K` goroutines each taking --batch-size images per step and cooperating by --strategy")
 	streamFlags(fs, &o.stream)
+	deviceFlag(fs, &o.device)
 	sc := &cfg.Strategy
 	fs.StringVar(&sc.Name, "strategy", sc.Name, "how the workers cooperate: dp (gradients averaged every step), local (Local SGD/AdamW/LARS: parameters averaged every H steps), diloco (outer Nesterov SGD on the averaged change every H steps)")
 	fs.StringVar(&sc.Sync, "sync", sc.Sync, "how local and diloco choose H each round: constant (--h), post-local (H = 1, then --h after --post-local-switch), power (max(Hbase, ⌊(α/η)^γ⌋)), qsr (power with γ = 2)")
@@ -112,7 +115,7 @@ func writeModels(w io.Writer) {
 }
 
 func trainHelp(w io.Writer) {
-	cfg, o := train.DefaultConfig(), trainOptions{workers: defaultWorkers, stream: defaultStreamOptions()}
+	cfg, o := train.DefaultConfig(), trainOptions{workers: defaultWorkers, stream: defaultStreamOptions(), device: "cpu"}
 	fs := trainFlags(&cfg, &o)
 	fmt.Fprint(w, `Usage: flock train [flags]
 
@@ -215,7 +218,7 @@ func usageError(stderr io.Writer, format string, a ...any) int {
 }
 
 func runTrain(args []string, stdout, stderr io.Writer) int {
-	cfg, o := train.DefaultConfig(), trainOptions{workers: defaultWorkers, stream: defaultStreamOptions()}
+	cfg, o := train.DefaultConfig(), trainOptions{workers: defaultWorkers, stream: defaultStreamOptions(), device: "cpu"}
 	fs := trainFlags(&cfg, &o)
 	if helpAsked(args) {
 		trainHelp(stdout)
@@ -258,6 +261,9 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 	if err := o.stream.validate(); err != nil {
 		return usageError(stderr, "%v", err)
 	}
+	if _, err := parseDevice(o.device); err != nil {
+		return usageError(stderr, "%v", err)
+	}
 	if o.testData != "" && !strings.HasSuffix(o.data, ".beton") {
 		return usageError(stderr, "--test-data %s needs --data TRAIN.beton", o.testData)
 	}
@@ -279,6 +285,9 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 			return usageError(stderr, "--workers %d in a process started by a launcher (rank %d of %d): use one or the other", o.workers, env.Rank, env.Size)
 		}
 		o.workers = 1
+	}
+	if code := placeOnDevice(o.device, env.LocalRank, o.workers, launched, stderr); code >= 0 {
+		return code
 	}
 	if o.threads > 0 {
 		runtime.GOMAXPROCS(o.threads)
