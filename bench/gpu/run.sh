@@ -82,6 +82,33 @@ if [[ -x "$bin/nccltest" ]]; then
 	grep -E '^(--- |ok|PASS|FAIL)|NCCL ' "$out/nccl.log" | tee -a "$out/run.log"
 fi
 
+if [[ -x "$bin/flock" ]]; then
+	say "flock train --device cuda on a streamed .beton (ResNet-18, 160×160 crops)"
+	d="$out/train_device"
+	mkdir -p "$d"
+	"$bin/flock" convert synthetic "$d/train.beton" --n 256 --size 192x192 >"$d/convert.log" 2>&1 &&
+		"$bin/flock" convert synthetic "$d/val.beton" --n 64 --size 192x192 --seed 1 >>"$d/convert.log" 2>&1 || status=1
+	for dev in cuda cpu; do
+		"$bin/flock" train --device "$dev" --workers 1 --data "$d/train.beton" --test-data "$d/val.beton" \
+			--model resnet18 --image-size 160 --flip --data-order random --epochs 1 --batch-size 32 --lr 0.01 \
+			--warmup 0 --log-every 1 --json >"$d/$dev.jsonl" 2>"$d/$dev.err" || status=1
+	done
+	# The first step's loss on the GPU against the CPU's (same weights, same
+	# batch; TF32 and reduction order apart).
+	"$py" - "$d" <<'PYEOF' | tee -a "$out/run.log" || status=1
+import json, sys
+d = sys.argv[1]
+first = {}
+for dev in ("cuda", "cpu"):
+    recs = [json.loads(l) for l in open(f"{d}/{dev}.jsonl")]
+    first[dev] = next(r["loss"] for r in recs if r["kind"] == "train")
+    print(dev, "first loss", first[dev], "summary", recs[-1])
+ok = abs(first["cuda"] - first["cpu"]) <= 1e-2 * abs(first["cpu"])
+print("first-step loss cuda vs cpu:", "ok" if ok else "MISMATCH")
+sys.exit(0 if ok else 1)
+PYEOF
+fi
+
 say "kernel benchmarks"
 FLOCK_GPU_MATMUL_N="$mm" "$bin/cudatest" -test.run '^$' -test.bench '^(BenchmarkMemory|BenchmarkMatMul)$' \
 	-test.benchtime 30x -test.count=1 >"$out/kernels.log" 2>&1 || status=1
