@@ -321,6 +321,7 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitFailure
 	}
+	defer sets.close()
 
 	var comms []dist.Comm
 	switch {

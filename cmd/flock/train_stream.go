@@ -152,7 +152,6 @@ func (s streamOptions) statistics(c int) (mean, std []float64, err error) {
 
 // betonStream describes how one .beton file is streamed to a worker.
 type betonStream struct {
-	path string
 	// eval selects the evaluation pipeline: sequential order, centre crops,
 	// no flip, the last smaller batch kept.
 	eval        bool
@@ -161,38 +160,19 @@ type betonStream struct {
 	rank, world int
 	// images keeps only the first images samples (0: all).
 	images int
-	// classes is the number of classes (0: the largest label plus one).
+	// classes is the number of classes.
 	classes int
 }
 
-// betonData is a .beton file streamed to one worker: its Loader and file.
-type betonData struct {
-	*ffcv.ImageStream
-	r *beton.Reader
-}
-
-// Close stops the Loader and closes the file.
-func (d betonData) Close() error {
-	d.ImageStream.Close()
-	return d.r.Close()
-}
-
-// openBetonStream opens the stream b of s's recipe.
-func openBetonStream(b betonStream, s streamOptions) (betonData, error) {
+// openBeton opens the .beton file at path as s says: through a process
+// cache of s.cacheMiB (shared by the Loaders of the process's workers) or
+// the page cache.
+func openBeton(path string, s streamOptions) (*beton.Reader, error) {
 	ro := beton.ReadOptions{}
 	if s.cache == "process" {
 		ro.Cache, ro.CacheBytes = beton.Process, int64(s.cacheMiB)<<20
 	}
-	r, err := beton.Open(b.path, ro)
-	if err != nil {
-		return betonData{}, err
-	}
-	st, err := newBetonStream(r, b, s)
-	if err != nil {
-		r.Close()
-		return betonData{}, fmt.Errorf("%s: %w", b.path, err)
-	}
-	return betonData{st, r}, nil
+	return beton.Open(path, ro)
 }
 
 func newBetonStream(r *beton.Reader, b betonStream, s streamOptions) (*ffcv.ImageStream, error) {
@@ -241,11 +221,6 @@ func newBetonStream(r *beton.Reader, b betonStream, s streamOptions) (*ffcv.Imag
 
 	n := r.NumSamples()
 	classes := b.classes
-	if classes == 0 {
-		for i := range n {
-			classes = max(classes, int(min(r.Int(li, i), 1<<31-2))+1)
-		}
-	}
 	opt := ffcv.Options{
 		BatchSize: b.batchSize, Workers: s.decodeWorkers, Seed: b.seed,
 		Rank: b.rank, World: b.world, Pipelines: pipes,
@@ -278,29 +253,35 @@ func newBetonStream(r *beton.Reader, b betonStream, s streamOptions) (*ffcv.Imag
 	return st, nil
 }
 
-var _ train.Data = betonData{}
+var _ train.Data = (*ffcv.ImageStream)(nil)
 
 // trainSets are a run's data: images in memory (Fashion-MNIST), or .beton
-// files streamed through ffcv.Loader, opened by each worker for its shard.
+// files streamed through ffcv.Loader, a Loader per worker and file over
+// one Reader per file.
 type trainSets struct {
 	train, test *dataset.Images
 
 	trainPath, testPath string
+	trainR, testR       *beton.Reader
 	// trainN and testN count the files' samples; classes is the number of
 	// classes, the training file's largest label plus one.
 	trainN, testN, classes int
 	stream                 streamOptions
 }
 
-// betonSets checks the .beton files at trainPath and testPath (which may
-// be empty) and counts their samples and classes.
-func betonSets(trainPath, testPath string, s streamOptions) (*trainSets, error) {
+// betonSets opens the .beton files at trainPath and testPath (which may be
+// empty) and counts their samples and classes.
+func betonSets(trainPath, testPath string, s streamOptions) (_ *trainSets, err error) {
 	sets := &trainSets{trainPath: trainPath, testPath: testPath, stream: s}
-	r, err := beton.Open(trainPath, beton.ReadOptions{})
-	if err != nil {
+	defer func() {
+		if err != nil {
+			sets.close()
+		}
+	}()
+	if sets.trainR, err = openBeton(trainPath, s); err != nil {
 		return nil, err
 	}
-	defer r.Close()
+	r := sets.trainR
 	li, ok := r.FieldIndex("label")
 	if !ok || r.Fields()[li].Type != beton.IntType {
 		return nil, fmt.Errorf("ffcv: %s: no int field \"label\"", trainPath)
@@ -314,14 +295,21 @@ func betonSets(trainPath, testPath string, s streamOptions) (*trainSets, error) 
 		sets.classes = max(sets.classes, int(y)+1)
 	}
 	if testPath != "" {
-		tr, err := beton.Open(testPath, beton.ReadOptions{})
-		if err != nil {
+		if sets.testR, err = openBeton(testPath, s); err != nil {
 			return nil, err
 		}
-		sets.testN = tr.NumSamples()
-		tr.Close()
+		sets.testN = sets.testR.NumSamples()
 	}
 	return sets, nil
+}
+
+// close closes the .beton files, once every worker's Loaders are closed.
+func (d *trainSets) close() {
+	for _, r := range []*beton.Reader{d.trainR, d.testR} {
+		if r != nil {
+			r.Close()
+		}
+	}
 }
 
 // streamed reports whether the sets are .beton files.
@@ -368,29 +356,29 @@ func (d *trainSets) trainer(cfg train.Config, withTest bool, opts train.Options)
 		t, err := train.New(cfg, d.train, test, opts)
 		return t, func() {}, err
 	}
-	var opened []betonData
+	var opened []*ffcv.ImageStream
 	close = func() {
 		for _, o := range opened {
 			o.Close()
 		}
 	}
-	tr, err := openBetonStream(betonStream{
-		path: d.trainPath, batchSize: cfg.BatchSize, seed: cfg.Seed, rank: opts.Rank, world: opts.World,
+	tr, err := newBetonStream(d.trainR, betonStream{
+		batchSize: cfg.BatchSize, seed: cfg.Seed, rank: opts.Rank, world: opts.World,
 		images: cfg.TrainImages, classes: d.classes,
 	}, d.stream)
 	if err != nil {
-		return nil, close, err
+		return nil, close, fmt.Errorf("%s: %w", d.trainPath, err)
 	}
 	opened = append(opened, tr)
 	var test train.Data
-	if withTest && d.testPath != "" {
+	if withTest && d.testR != nil {
 		bs := cfg.EvalBatchSize
 		if bs == 0 {
 			bs = 1000
 		}
-		te, err := openBetonStream(betonStream{path: d.testPath, eval: true, batchSize: bs, classes: d.classes}, d.stream)
+		te, err := newBetonStream(d.testR, betonStream{eval: true, batchSize: bs, classes: d.classes}, d.stream)
 		if err != nil {
-			return nil, close, err
+			return nil, close, fmt.Errorf("%s: %w", d.testPath, err)
 		}
 		opened = append(opened, te)
 		test = te

@@ -105,7 +105,11 @@ func TestStreamMatchesMemory(t *testing.T) {
 			runUntil(t, mem, 0)
 			mem.Close()
 
-			sets := &trainSets{trainPath: path, trainN: m.N, classes: len(m.Classes), stream: s}
+			sets, err := betonSets(path, "", s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sets.close()
 			got := map[int]float64{}
 			streamed, closeData, err := sets.trainer(cfg, false, record(got))
 			if err != nil {
