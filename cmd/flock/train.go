@@ -124,6 +124,15 @@ report the test loss and accuracy. The defaults train the small CNN on 4
 workers with Local SGD (Nesterov momentum, a cosine schedule) whose
 synchronizations follow the Quadratic Synchronization Rule.
 
+With --data TRAIN.beton (see flock convert) the images stream from the file
+through FFCV's loader instead: --decode-workers goroutines per worker
+decode and augment the batches ahead of the step (random-resized crops with
+--image-size, --flip, normalisation by --mean and --std), each worker
+reading its shard, and memory stays bounded by --data-cache-mib whatever
+the file's size. --test-data VAL.beton is evaluated on centre crops. Each
+record's data_wait_s says how long a step waited for its batch. --device
+cuda trains one worker on a GPU (flock doctor says what it finds).
+
 Output: a progress bar when stdout is a terminal, periodic lines otherwise,
 then a summary table; with --json, one JSON object per line instead:
 {"kind":"train"|"eval","step","epoch","lr","loss","acc","img_per_s","elapsed_s"}
@@ -208,6 +217,7 @@ Examples:
   flock train --sync constant --h 8             # Local SGD, averaging every 8 steps
   flock train --strategy diloco --optimizer adamw --lr 1e-3
   flock run --nproc 4 -- flock train            # the default run over 4 processes
+  flock train --workers 1 --data train.beton --test-data val.beton --model resnet50 --image-size 160 --flip
 `)
 }
 
