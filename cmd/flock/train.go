@@ -752,11 +752,12 @@ func (r *reporter) finish(s train.Summary) {
 			ImagesPerSec float64          `json:"img_per_s"`
 			TrainLoss    float64          `json:"train_loss"`
 			TrainAcc     float64          `json:"train_acc"`
+			DataWait     float64          `json:"data_wait_s"`
 			TestLoss     *float64         `json:"test_loss,omitempty"`
 			TestAcc      *float64         `json:"test_acc,omitempty"`
 			Comm         *train.CommStats `json:"comm,omitempty"`
 			Saving       float64          `json:"comm_saving,omitempty"`
-		}{"summary", s.Epochs, s.Steps, s.Wall.Seconds(), s.ImagesPerSec, s.TrainLoss, s.TrainAcc, nil, nil, s.Comm, 0}
+		}{"summary", s.Epochs, s.Steps, s.Wall.Seconds(), s.ImagesPerSec, s.TrainLoss, s.TrainAcc, s.DataWait.Seconds(), nil, nil, s.Comm, 0}
 		if s.Comm != nil {
 			v.Saving = s.Comm.Saving()
 		}
@@ -773,6 +774,7 @@ func (r *reporter) finish(s train.Summary) {
 	fmt.Fprintf(tw, "steps\t%d\n", s.Steps)
 	fmt.Fprintf(tw, "wall time\t%s\n", s.Wall.Round(100*time.Millisecond))
 	fmt.Fprintf(tw, "images/s\t%.0f\n", s.ImagesPerSec)
+	fmt.Fprintf(tw, "waiting on data\t%s per step\n", s.DataWait.Round(10*time.Microsecond))
 	fmt.Fprintf(tw, "final train loss\t%.4f\n", s.TrainLoss)
 	if s.Evaluated {
 		fmt.Fprintf(tw, "test loss\t%.4f\n", s.TestLoss)

@@ -217,3 +217,33 @@ func TestTrainStreamUsage(t *testing.T) {
 		{"arrays cropped", []string{"train", "--workers", "1", "--data", fmnist, "--image-size", "16"}, exitFailure, nil, []string{`--image-size 16: field "image" holds arrays`}, false},
 	})
 }
+
+// TestTrainDataWaitReported checks that the summary reports the wait for
+// data per step, in JSON and in the table.
+func TestTrainDataWaitReported(t *testing.T) {
+	t.Parallel()
+	fmnist := filepath.Join(ffcvTestdata, "fmnist_500_ndarray.beton")
+	for _, jsonOut := range []bool{true, false} {
+		args := []string{"train", "--workers", "1", "--data", fmnist, "--model", "mlp", "--epochs", "1", "--batch-size", "100"}
+		if jsonOut {
+			args = append(args, "--json")
+		}
+		var stdout, stderr bytes.Buffer
+		if code := run(args, &stdout, &stderr); code != exitOK {
+			t.Fatalf("exit status %d: %s", code, stderr.String())
+		}
+		out := stdout.String()
+		if jsonOut {
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			var sum map[string]any
+			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
+				t.Fatal(err)
+			}
+			if w, ok := sum["data_wait_s"].(float64); !ok || w < 0 {
+				t.Errorf("summary %v: want data_wait_s ≥ 0", sum)
+			}
+		} else if !strings.Contains(out, "waiting on data") {
+			t.Errorf("table without the wait for data:\n%s", out)
+		}
+	}
+}
