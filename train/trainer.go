@@ -430,7 +430,7 @@ func (t *Trainer) evaluateEpoch(e int) error {
 	if t.test != nil {
 		loss, acc, err := t.EvaluateData()
 		if err != nil {
-			return fmt.Errorf("train: epoch %d: %w", e, err)
+			return err
 		}
 		t.evaluated, t.testLoss, t.testAcc = true, loss, acc
 		t.emit(Record{
