@@ -3,8 +3,9 @@ package backend
 import "errors"
 
 // ErrUnimplemented is returned (possibly wrapped) by a kernel that a backend
-// does not provide. Callers test for it with errors.Is and fall back to a
-// composition of other kernels.
+// does not provide. Callers test for it with errors.Is; tensor falls back to
+// a composition of other kernels for the optional kernels the package
+// documentation lists, and panics for the others.
 var ErrUnimplemented = errors.New("backend: kernel not implemented")
 
 // Buffer is a block of memory owned by a Backend. Its contents are reached only
@@ -281,7 +282,9 @@ type RandomParams struct {
 //   - argument mistakes (mismatched shapes, wrong dtypes) are programmer
 //     errors: they return an error naming the kernel; the tensor layer turns
 //     them into panics with the user's shapes.
-//   - a backend without a kernel returns ErrUnimplemented.
+//   - a backend without a kernel returns ErrUnimplemented (which only the
+//     activation gradients among the BinaryOps survive; see the package
+//     documentation).
 type Backend interface {
 	// Name is the registry name ("cpu", "cuda:0").
 	Name() string

@@ -11,18 +11,32 @@
 // elementwise and broadcast arithmetic, reductions, batched matrix products,
 // convolution and pooling, softmax and cross-entropy, normalisation,
 // dropout, gathers and scatters — and every method returns an error, so a
-// backend may leave a kernel out by returning ErrUnimplemented (embed
-// Unimplemented to start from nothing); the tensor package then falls back
-// to a composition of other kernels where one exists.
+// backend may report a kernel it lacks with ErrUnimplemented (embed
+// Unimplemented to start from nothing).
 //
-// # Optional kernels
+// # Kernels a backend may leave out
 //
-// Some kernels exist only to save passes over memory and are optional
-// interfaces, found with a type assertion: FusedSGD and FusedAdamW (an
-// optimizer update in one pass), FusedBatchNormReLU (batch normalisation
-// with a ReLU applied as the output is written, and the gradient masked as
-// it is read). The activation gradients among the BinaryOps (ReLUGrad …
-// SigmoidGrad) may likewise return ErrUnimplemented.
+// The tensor package falls back to a composition of other kernels for
+// exactly these, when a backend lacks them (the interface is not
+// implemented, or its method returns ErrUnimplemented):
+//
+//   - FusedSGD and FusedAdamW, an optimizer update in one pass: package
+//     optim then composes the update from elementwise ops (tensor's
+//     FusedSGDStep and FusedAdamWStep report false).
+//   - FusedBatchNormReLU, batch normalisation with a ReLU applied as the
+//     output is written and the gradient masked as it is read: BatchNorm
+//     then Unary ReLU forward, the ReLUGrad mask then BatchNormBackward.
+//   - The activation gradients among the BinaryOps (ReLUGrad, GELUGrad,
+//     GELUTanhGrad, TanhGrad, SigmoidGrad): composed from Where, Binary and
+//     Unary ops and the forward functions.
+//
+// Every other kernel of Backend is required by a training step of flock's
+// models (or by evaluation, initialisation and checkpointing): tensor does
+// not compose it, and an ErrUnimplemented from it becomes a panic naming
+// the kernel and the operands, like any other kernel error. For instance the
+// CUDA backend without cuBLAS multiplies float32 and float64 matrices with
+// its own kernel but returns ErrUnimplemented for products in other or mixed
+// dtypes (half precision, autocast), which then fail.
 //
 // # Types
 //

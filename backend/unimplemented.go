@@ -3,9 +3,10 @@ package backend
 import "fmt"
 
 // Unimplemented provides every kernel of Backend as a method that returns
-// ErrUnimplemented. A partial backend embeds it and overrides what it has;
-// callers then fall back to compositions for the rest. It provides no memory
-// methods: those every backend must have.
+// ErrUnimplemented. A partial backend embeds it and overrides what it has.
+// Tensor composes only the activation gradients among the rest (see the
+// package documentation): a backend that trains must override every other
+// kernel. It provides no memory methods: those every backend must have.
 type Unimplemented struct{}
 
 func unimpl(kernel string) error { return fmt.Errorf("%s: %w", kernel, ErrUnimplemented) }

@@ -19,6 +19,14 @@
 // download them (FashionMNISTOptions.Download) from the dataset's mirror into
 // the cache, checking each file's SHA-256 before it is renamed into place.
 //
+// # CIFAR
+//
+// LoadCIFAR returns the CIFAR-10 or CIFAR-100 (fine labels) training (50000)
+// and test (10000) sets of 32×32 RGB images from the binary version its
+// authors publish, read from the .tar.gz archive or its extracted files in a
+// directory; it can download the archive (CIFAROptions.Download), checking
+// its SHA-256 before it is renamed into place.
+//
 // # IDX files
 //
 // ReadIDX and WriteIDX decode and encode the IDX format of the MNIST family:

@@ -39,7 +39,10 @@
 // lookup table), Mixup and LabelMixup (per batch), Squeeze. A uint8 array field
 // of shape (H, W) or (H, W, C), as FFCV's Fashion-MNIST files hold, is an
 // image for the transforms, so Fashion-MNIST and CIFAR pipelines need no
-// JPEG. Columns become tensors with Column.Tensor.
+// JPEG. Columns become tensors with Column.Tensor; ImageStream hands out the
+// image and label columns of each batch as tensors, the batches package
+// train's Trainer takes (train.Data), so that flock train streams .beton
+// files.
 //
 // # Decoding JPEGs: speed or FFCV's exact bytes
 //

@@ -14,6 +14,14 @@
 // change the numbers: the strategy, callbacks for records and progress,
 // the checkpoint path.
 //
+// NewWithData takes the batches from any Data instead: ImagesData over
+// images in memory, or a .beton file streamed through package ffcv's
+// Loader (ffcv.ImageStream), whose workers decode and augment the batches
+// ahead while a step runs. Data's order and augmentations are functions of
+// the position alone, so a resumed run seeks to its position and continues
+// exactly. Each record says how long the steps waited for their batches
+// (Record.DataWait).
+//
 // One step, at step s of the run (counting from 0):
 //
 //	batch ← loader at (epoch, batch) = (s / StepsPerEpoch, s mod StepsPerEpoch)

@@ -41,6 +41,9 @@ type Record struct {
 	ImagesPerSec float64 `json:"img_per_s"`
 	// Elapsed is the run's wall time so far in seconds, across resumes.
 	Elapsed float64 `json:"elapsed_s"`
+	// DataWait is the mean time in seconds a training step of those steps
+	// waited for its batch (0 when the data keeps ahead of the steps).
+	DataWait float64 `json:"data_wait_s,omitempty"`
 	// H is the length of the round a KindSync record closes.
 	H int `json:"h,omitempty"`
 	// Comm is this worker's communication so far, for strategies that
@@ -82,6 +85,9 @@ type Summary struct {
 	// Comm is this worker's communication, for strategies that
 	// communicate (nil otherwise).
 	Comm *CommStats
+	// DataWait is the mean time a step waited for its batch, over the
+	// steps taken since the Trainer was made (it is not checkpointed).
+	DataWait time.Duration
 }
 
 // meter accumulates per-image loss sums, correct counts and image counts.
@@ -90,6 +96,23 @@ type meter struct {
 	correct int64
 	images  int64
 	time    time.Duration
+	// wait is the part of time spent waiting for batches over steps
+	// steps; neither is checkpointed.
+	wait  time.Duration
+	steps int64
+}
+
+func (m *meter) addWait(d time.Duration) {
+	m.wait += d
+	m.steps++
+}
+
+// waitPerStep returns the mean wait for a batch per step.
+func (m meter) waitPerStep() time.Duration {
+	if m.steps == 0 {
+		return 0
+	}
+	return m.wait / time.Duration(m.steps)
 }
 
 func (m *meter) add(lossSum float64, correct, images int64, d time.Duration) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"time"
 
@@ -75,8 +76,8 @@ type Trainer struct {
 	sched    optim.Schedule
 	loss     nn.CrossEntropyLoss
 	gen      *tensor.Generator
-	data     *dataset.Loader
-	test     *dataset.Loader
+	data     Data
+	test     Data
 	strategy Strategy
 	sc       StepContext
 	setUp    bool
@@ -109,14 +110,6 @@ func New(cfg Config, trainSet, testSet *dataset.Images, opts Options) (*Trainer,
 	if trainSet == nil {
 		return nil, errors.New("train: no training set")
 	}
-	if opts.CheckpointEvery < 0 {
-		return nil, fmt.Errorf("train: checkpoint every %d steps: want ≥ 0", opts.CheckpointEvery)
-	}
-	if opts.CheckpointPath != "" {
-		if err := checkCheckpointPath(opts.CheckpointPath); err != nil {
-			return nil, err
-		}
-	}
 	if testSet != nil && (testSet.C != trainSet.C || testSet.H != trainSet.H || testSet.W != trainSet.W || len(testSet.Classes) != len(trainSet.Classes)) {
 		return nil, fmt.Errorf("train: test images %d×%d×%d in %d classes differ from training images %d×%d×%d in %d classes",
 			testSet.C, testSet.H, testSet.W, len(testSet.Classes), trainSet.C, trainSet.H, trainSet.W, len(trainSet.Classes))
@@ -124,34 +117,38 @@ func New(cfg Config, trainSet, testSet *dataset.Images, opts Options) (*Trainer,
 	if cfg.TrainImages > 0 && cfg.TrainImages < trainSet.N {
 		trainSet = trainSet.Head(cfg.TrainImages)
 	}
-	data, err := dataset.NewLoader(trainSet, dataset.LoaderOptions{
+	data, err := NewImagesData(trainSet, dataset.LoaderOptions{
 		BatchSize: cfg.BatchSize, Shuffle: true, Seed: cfg.Seed, Rank: opts.Rank, World: opts.World,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("train: %w", err)
+		return nil, err
 	}
 	if data.BatchesPerEpoch() == 0 {
 		if opts.World > 1 {
 			return nil, fmt.Errorf("train: %d training images shared by %d workers leave none to worker %d", trainSet.N, opts.World, opts.Rank)
 		}
-		return nil, fmt.Errorf("train: the training set gives no batch (%d images)", data.Len())
+		return nil, fmt.Errorf("train: the training set gives no batch (%d images)", trainSet.N)
 	}
-	var test *dataset.Loader
+	var test Data
 	if testSet != nil {
 		bs := cfg.EvalBatchSize
 		if bs == 0 {
 			bs = 1000
 		}
-		if test, err = dataset.NewLoader(testSet, dataset.LoaderOptions{BatchSize: bs}); err != nil {
+		tl, err := dataset.NewLoader(testSet, dataset.LoaderOptions{BatchSize: bs})
+		if err != nil {
 			return nil, fmt.Errorf("train: test set: %w", err)
 		}
+		test = ImagesData{Loader: tl, Images: testSet}
 	}
-	sched, err := cfg.schedule(data.BatchesPerEpoch())
-	if err != nil {
-		return nil, err
-	}
+	return NewWithData(cfg, data, test, opts)
+}
+
+// newTrainer builds the model and optimizer of cfg for the images of data.
+func newTrainer(cfg Config, data, test Data, sched optim.Schedule, opts Options) (*Trainer, error) {
 	gen := tensor.NewGenerator(cfg.Seed)
-	mc, err := cfg.modelConfig(trainSet.C, trainSet.H, trainSet.W, len(trainSet.Classes))
+	c, h, w, k := data.Shape()
+	mc, err := cfg.modelConfig(c, h, w, k)
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
@@ -302,16 +299,11 @@ func (t *Trainer) setContext() {
 // trainStep takes one optimizer step on the batch at Position().
 func (t *Trainer) trainStep() error {
 	start := time.Now()
-	pos := t.Position()
-	if t.data.Position() != pos {
-		if err := t.data.Seek(pos); err != nil {
-			return fmt.Errorf("train: %w", err)
-		}
+	b, err := t.batchAt(t.Position())
+	if err != nil {
+		return err
 	}
-	b, ok := t.data.Next()
-	if !ok {
-		return fmt.Errorf("train: no batch at epoch %d batch %d", pos.Epoch, pos.Batch)
-	}
+	wait := time.Since(start)
 	t.setContext()
 	t.opt.SetLR(t.sc.LR)
 	if p, ok := t.strategy.(StepPreparer); ok {
@@ -351,6 +343,7 @@ func (t *Trainer) trainStep() error {
 	d := time.Since(start)
 	for _, m := range []*meter{&t.interval, &t.epoch, &t.total} {
 		m.add(lossVal*float64(n), correct, int64(n), d)
+		m.addWait(wait)
 	}
 	t.step++
 	if t.cfg.LogEvery > 0 && t.step%t.cfg.LogEvery == 0 {
@@ -391,6 +384,26 @@ func (t *Trainer) checkFinite(loss float64) error {
 	return fmt.Errorf("train: step %d: %w: the training loss has been %v for %d steps in a row (a smaller learning rate?)", t.step, ErrDiverged, loss, t.nonFinite)
 }
 
+// batchAt returns the training batch at pos, seeking only when the data
+// stands elsewhere (at the start, after a resume, after a replay).
+func (t *Trainer) batchAt(pos dataset.Position) (dataset.Batch, error) {
+	if t.data.Position() != pos {
+		if err := t.data.Seek(pos); err != nil {
+			return dataset.Batch{}, fmt.Errorf("train: %w", err)
+		}
+	}
+	// The run's context is checked between steps; a batch being prepared
+	// is waited for.
+	b, err := t.data.Next(context.Background())
+	if errors.Is(err, io.EOF) {
+		return b, fmt.Errorf("train: no batch at epoch %d batch %d", pos.Epoch, pos.Batch)
+	}
+	if err != nil {
+		return b, fmt.Errorf("train: epoch %d batch %d: %w", pos.Epoch, pos.Batch, err)
+	}
+	return b, nil
+}
+
 // countCorrect returns the number of rows of logits [N, C] whose largest
 // entry is at the label's index.
 func countCorrect(logits, labels *tensor.Tensor) int64 {
@@ -423,7 +436,7 @@ func (t *Trainer) logTrain() {
 	t.emit(Record{
 		Kind: KindTrain, Step: t.step, Epoch: (t.step-1)/t.StepsPerEpoch() + 1,
 		LR: t.sched.LR(t.step - 1), Loss: loss, Acc: acc, ImagesPerSec: t.interval.rate(),
-		Elapsed: t.Elapsed().Seconds(), Comm: t.commStats(),
+		Elapsed: t.Elapsed().Seconds(), Comm: t.commStats(), DataWait: t.interval.waitPerStep().Seconds(),
 	})
 	t.interval = meter{}
 }
@@ -465,7 +478,10 @@ func (t *Trainer) evaluateEpoch(e int) error {
 		}
 	}
 	if t.test != nil {
-		loss, acc := t.Evaluate()
+		loss, acc, err := t.EvaluateData()
+		if err != nil {
+			return err
+		}
 		t.evaluated, t.testLoss, t.testAcc = true, loss, acc
 		t.emit(Record{
 			Kind: KindEval, Step: t.step, Epoch: e, LR: t.sched.LR(t.step - 1),
@@ -498,13 +514,8 @@ func (t *Trainer) replay(n int, fn func(x *tensor.Tensor)) error {
 	var err error
 	autograd.NoGrad(func() {
 		for i := range min(n, spe) {
-			if err = t.data.Seek(dataset.Position{Epoch: epoch, Batch: i}); err != nil {
-				err = fmt.Errorf("train: %w", err)
-				return
-			}
-			b, ok := t.data.Next()
-			if !ok {
-				err = fmt.Errorf("train: no batch at epoch %d batch %d", epoch, i)
+			var b dataset.Batch
+			if b, err = t.batchAt(dataset.Position{Epoch: epoch, Batch: i}); err != nil {
 				return
 			}
 			fn(b.X)
@@ -517,10 +528,21 @@ func (t *Trainer) replay(n int, fn func(x *tensor.Tensor)) error {
 
 // Evaluate returns the mean cross-entropy (without label smoothing) and the
 // accuracy of the model on the test set, computed in evaluation mode
-// without recording gradients. Without a test set it returns NaNs.
+// without recording gradients. Without a test set it returns NaNs; it
+// panics when the test data fails (see EvaluateData).
 func (t *Trainer) Evaluate() (loss, acc float64) {
+	loss, acc, err := t.EvaluateData()
+	if err != nil {
+		panic(err)
+	}
+	return loss, acc
+}
+
+// EvaluateData is Evaluate, returning the error of test data that fails
+// (a .beton file whose sample does not decode) instead of panicking.
+func (t *Trainer) EvaluateData() (loss, acc float64, err error) {
 	if t.test == nil {
-		return math.NaN(), math.NaN()
+		return math.NaN(), math.NaN(), nil
 	}
 	training := t.model.Training()
 	nn.Eval(t.model)
@@ -528,11 +550,22 @@ func (t *Trainer) Evaluate() (loss, acc float64) {
 	var sum float64
 	var correct, n int64
 	autograd.NoGrad(func() {
-		if err := t.test.Seek(dataset.Position{}); err != nil {
-			panic(err)
+		if err = t.test.Seek(dataset.Position{}); err != nil {
+			err = fmt.Errorf("train: test set: %w", err)
+			return
 		}
 		ce := autograd.CrossEntropyOptions{Reduction: autograd.ReductionSum}
-		for b := range t.test.Epoch() {
+		for {
+			var b dataset.Batch
+			b, err = t.test.Next(context.Background())
+			if errors.Is(err, io.EOF) {
+				err = nil
+				break
+			}
+			if err != nil {
+				err = fmt.Errorf("train: test set: %w", err)
+				return
+			}
 			x := autograd.Const(b.X)
 			logits := t.model.Forward(x)
 			x.Release()
@@ -545,10 +578,13 @@ func (t *Trainer) Evaluate() (loss, acc float64) {
 			b.Y.Release()
 		}
 	})
-	if n == 0 {
-		return math.NaN(), math.NaN()
+	if err != nil {
+		return math.NaN(), math.NaN(), err
 	}
-	return sum / float64(n), float64(correct) / float64(n)
+	if n == 0 {
+		return math.NaN(), math.NaN(), nil
+	}
+	return sum / float64(n), float64(correct) / float64(n), nil
 }
 
 // Elapsed returns the run's wall time so far, across resumes.
@@ -579,5 +615,6 @@ func (t *Trainer) Summary() Summary {
 		TestLoss:     t.testLoss,
 		TestAcc:      t.testAcc,
 		Comm:         t.commStats(),
+		DataWait:     t.total.waitPerStep(),
 	}
 }

@@ -579,7 +579,7 @@ func (g *grid) run(ctx context.Context) error {
 // train runs r as flock train does, with its records as JSON Lines in
 // memory.
 func (g *grid) train(ctx context.Context, r gridRun) (runRecord, error) {
-	cfg, o := train.DefaultConfig(), trainOptions{workers: defaultWorkers}
+	cfg, o := train.DefaultConfig(), defaultTrainOptions()
 	if err := trainFlags(&cfg, &o).Parse(r.Args); err != nil {
 		return runRecord{}, err
 	}
@@ -588,7 +588,7 @@ func (g *grid) train(ctx context.Context, r gridRun) (runRecord, error) {
 		return runRecord{}, err
 	}
 	var stdout, stderr bytes.Buffer
-	if code := trainWorkers(ctx, cfg, o, g.trainSet, g.testSet, dist.NewLocal(o.workers), &stdout, &stderr); code != exitOK {
+	if code := trainWorkers(ctx, cfg, o, &trainSets{train: g.trainSet, test: g.testSet}, dist.NewLocal(o.workers), &stdout, &stderr); code != exitOK {
 		if ctx.Err() != nil {
 			return runRecord{}, ctx.Err()
 		}

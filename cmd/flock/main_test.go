@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flockml/flock/backend/cuda"
 	"github.com/flockml/flock/dataset"
 	"github.com/flockml/flock/train"
 )
@@ -49,20 +48,6 @@ func TestUsage(t *testing.T) {
 		{"missing data", []string{"train", "--data", empty}, exitFailure, nil, []string{"Fashion-MNIST not found", empty, "--download"}, false},
 		{"missing checkpoint", []string{"train", "--resume", filepath.Join(empty, "none.safetensors")}, exitFailure, nil, []string{"none.safetensors", "no such file"}, false},
 	})
-}
-
-// TestTrainDevice checks --device before any data is read: a backend that
-// does not exist, several workers on a GPU, and, on a machine without one,
-// the driver search it reports.
-func TestTrainDevice(t *testing.T) {
-	cases := []cliCase{
-		{"unknown device", []string{"train", "--device", "tpu"}, exitFailure, nil, []string{`flock train: --device tpu: backend: no backend named "tpu"`}, false},
-		{"workers on a GPU", []string{"train", "--device", "cuda", "--workers", "2"}, exitUsage, nil, []string{"--device cuda trains one worker in one process"}, false},
-	}
-	if ok, _ := cuda.Available(); !ok {
-		cases = append(cases, cliCase{"no GPU", []string{"train", "--device", "cuda:1"}, exitFailure, nil, []string{"flock train: --device cuda:1: no CUDA driver found (tried "}, false})
-	}
-	runCLICases(t, cases)
 }
 
 // cliCase is one invocation of the command line and what it must print.

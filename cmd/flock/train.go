@@ -16,19 +16,14 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/flockml/flock/backend"
-	"github.com/flockml/flock/backend/cpu"
-	"github.com/flockml/flock/backend/cuda"
 	"github.com/flockml/flock/dataset"
 	"github.com/flockml/flock/dist"
-	"github.com/flockml/flock/ffcv"
 	"github.com/flockml/flock/gossip"
 	"github.com/flockml/flock/internal/term"
 	"github.com/flockml/flock/localopt"
 	"github.com/flockml/flock/nn"
 	"github.com/flockml/flock/nn/models"
 	"github.com/flockml/flock/sparse"
-	"github.com/flockml/flock/tensor"
 	"github.com/flockml/flock/train"
 )
 
@@ -50,7 +45,15 @@ type trainOptions struct {
 	// divergedSteps is Options.MaxNonFiniteSteps, 0 to keep going.
 	divergedSteps   int
 	checkpointEvery int
-	device          string
+	// stream shapes the streaming of .beton data.
+	stream streamOptions
+	// device is --device: cpu, cuda or cuda:N.
+	device string
+}
+
+// defaultTrainOptions returns flock train's options before its flags.
+func defaultTrainOptions() trainOptions {
+	return trainOptions{workers: defaultWorkers, divergedSteps: train.DefaultMaxNonFiniteSteps, stream: defaultStreamOptions(), device: "cpu"}
 }
 
 // trainFlags returns the flag set of flock train, bound to cfg and o. Flag
@@ -85,7 +88,8 @@ func trainFlags(cfg *train.Config, o *trainOptions) *flag.FlagSet {
 	fs.IntVar(&o.stopAfter, "stop-after", o.stopAfter, "stop after `STEP` steps of the run (the schedule still spans --epochs), writing the checkpoint to continue from with --resume (0: run to the end)")
 	fs.IntVar(&o.divergedSteps, "diverged-steps", o.divergedSteps, "stop with an error once the training loss has been NaN or infinite for `N` steps in a row (0: keep going)")
 	fs.IntVar(&o.workers, "workers", o.workers, "workers in this process, `K` goroutines each taking --batch-size images per step and cooperating by --strategy")
-	fs.StringVar(&o.device, "device", o.device, "`DEVICE` that computes: cpu, or cuda (cuda:N for GPU N), which trains one worker ('flock doctor' lists the GPUs)")
+	streamFlags(fs, &o.stream)
+	deviceFlag(fs, &o.device)
 	sc := &cfg.Strategy
 	fs.StringVar(&sc.Name, "strategy", sc.Name, "how the workers cooperate: dp (gradients averaged every step), local (Local SGD/AdamW/LARS: parameters averaged every H steps), diloco (outer Nesterov SGD on the averaged change every H steps)")
 	fs.StringVar(&sc.Sync, "sync", sc.Sync, "how local and diloco choose H each round: constant (--h), post-local (H = 1, then --h after --post-local-switch), power (max(Hbase, ⌊(α/η)^γ⌋)), qsr (power with γ = 2)")
@@ -121,7 +125,7 @@ func writeModels(w io.Writer) {
 }
 
 func trainHelp(w io.Writer) {
-	cfg, o := train.DefaultConfig(), trainOptions{workers: defaultWorkers, divergedSteps: train.DefaultMaxNonFiniteSteps, device: cpu.Name}
+	cfg, o := train.DefaultConfig(), defaultTrainOptions()
 	fs := trainFlags(&cfg, &o)
 	fmt.Fprint(w, `Usage: flock train [flags]
 
@@ -129,6 +133,15 @@ Train a model on Fashion-MNIST (60000 training, 10000 test images) and
 report the test loss and accuracy. The defaults train the small CNN on 4
 workers with Local SGD (Nesterov momentum, a cosine schedule) whose
 synchronizations follow the Quadratic Synchronization Rule.
+
+With --data TRAIN.beton (see flock convert) the images stream from the file
+through FFCV's loader instead: --decode-workers goroutines per worker
+decode and augment the batches ahead of the step (random-resized crops with
+--image-size, --flip, normalisation by --mean and --std), each worker
+reading its shard, and memory stays bounded by --data-cache-mib whatever
+the file's size. --test-data VAL.beton is evaluated on centre crops. Each
+record's data_wait_s says how long a step waited for its batch. --device
+cuda trains one worker on a GPU (flock doctor says what it finds).
 
 Output: a progress bar when stdout is a terminal, periodic lines otherwise,
 then a summary table; with --json, one JSON object per line instead:
@@ -218,6 +231,7 @@ Examples:
   flock train --sync constant --h 8             # Local SGD, averaging every 8 steps
   flock train --strategy diloco --optimizer adamw --lr 1e-3
   flock run --nproc 4 -- flock train            # the default run over 4 processes
+  flock train --workers 1 --data train.beton --test-data val.beton --model resnet50 --image-size 160 --flip
 `)
 }
 
@@ -228,7 +242,7 @@ func usageError(stderr io.Writer, format string, a ...any) int {
 }
 
 func runTrain(args []string, stdout, stderr io.Writer) int {
-	cfg, o := train.DefaultConfig(), trainOptions{workers: defaultWorkers, divergedSteps: train.DefaultMaxNonFiniteSteps, device: cpu.Name}
+	cfg, o := train.DefaultConfig(), defaultTrainOptions()
 	fs := trainFlags(&cfg, &o)
 	if helpAsked(args) {
 		trainHelp(stdout)
@@ -277,6 +291,12 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 	if o.divergedSteps < 0 {
 		return usageError(stderr, "diverged-steps %d: want ≥ 0", o.divergedSteps)
 	}
+	if err := o.stream.validate(); err != nil {
+		return usageError(stderr, "%v", err)
+	}
+	if _, err := parseDevice(o.device); err != nil {
+		return usageError(stderr, "%v", err)
+	}
 	if o.testData != "" && !strings.HasSuffix(o.data, ".beton") {
 		return usageError(stderr, "--test-data %s needs --data TRAIN.beton", o.testData)
 	}
@@ -293,25 +313,14 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "flock train: %v\n", err)
 		return exitFailure
 	}
-	if o.device != cpu.Name {
-		// Workers cooperate through host buffers: a GPU trains one worker
-		// in one process.
-		if launched || flagGiven(fs, "workers") && o.workers > 1 {
-			return usageError(stderr, "--device %s trains one worker in one process: drop --workers and the launcher", o.device)
-		}
-		o.workers = 1
-	}
-	dev, err := trainDevice(o.device)
-	if err != nil {
-		fmt.Fprintf(stderr, "flock train: %v\n", err)
-		return exitFailure
-	}
-	tensor.SetDefaultDevice(dev)
 	if launched {
 		if flagGiven(fs, "workers") && o.workers > 1 {
 			return usageError(stderr, "--workers %d in a process started by a launcher (rank %d of %d): use one or the other", o.workers, env.Rank, env.Size)
 		}
 		o.workers = 1
+	}
+	if code := placeOnDevice(o.device, env.LocalRank, o.workers, launched, stderr); code >= 0 {
+		return code
 	}
 	if o.threads > 0 {
 		runtime.GOMAXPROCS(o.threads)
@@ -336,11 +345,12 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 	if !o.json && (!launched || env.Rank == 0) {
 		progress = stderr
 	}
-	var trainSet, testSet *dataset.Images
+	var sets *trainSets
 	if strings.HasSuffix(o.data, ".beton") {
-		trainSet, testSet, err = loadBeton(ctx, o.data, o.testData)
+		sets, err = betonSets(o.data, o.testData, o.stream)
 	} else {
-		trainSet, testSet, err = dataset.LoadFashionMNIST(ctx, dataset.FashionMNISTOptions{
+		sets = &trainSets{}
+		sets.train, sets.test, err = dataset.LoadFashionMNIST(ctx, dataset.FashionMNISTOptions{
 			Dir: o.data, Download: o.download, Progress: progress, Logger: commandLogger(stderr, "flock train"),
 		})
 	}
@@ -351,6 +361,7 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitFailure
 	}
+	defer sets.close()
 
 	var comms []dist.Comm
 	switch {
@@ -368,21 +379,7 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 		}
 		comms = []dist.Comm{c}
 	}
-	return trainWorkers(ctx, cfg, o, trainSet, testSet, comms, stdout, stderr)
-}
-
-// trainDevice opens the backend named by --device: cpu, cuda or cuda:N.
-func trainDevice(name string) (backend.Backend, error) {
-	if strings.HasPrefix(name, cuda.Name) {
-		if ok, err := cuda.Available(); !ok {
-			return nil, fmt.Errorf("--device %s: %v", name, err)
-		}
-	}
-	b, err := backend.Get(name)
-	if err != nil {
-		return nil, fmt.Errorf("--device %s: %w", name, err)
-	}
-	return b, nil
+	return trainWorkers(ctx, cfg, o, sets, comms, stdout, stderr)
 }
 
 // helpAsked reports whether args ask for help with a bare -h: the flag
@@ -412,17 +409,6 @@ func flagGiven(fs *flag.FlagSet, name string) bool {
 	return given
 }
 
-// loadBeton reads the training set and, when testPath is set, the test set
-// from .beton files (fields image and label) into memory.
-func loadBeton(ctx context.Context, trainPath, testPath string) (trainSet, testSet *dataset.Images, err error) {
-	trainSet, err = ffcv.ReadImages(ctx, trainPath, ffcv.ReadImagesOptions{})
-	if err != nil || testPath == "" {
-		return trainSet, nil, err
-	}
-	testSet, err = ffcv.ReadImages(ctx, testPath, ffcv.ReadImagesOptions{NumClasses: len(trainSet.Classes)})
-	return trainSet, testSet, err
-}
-
 // launcherEnv returns the rank and world of a process started by a
 // launcher (flock run, torchrun, srun, mpirun), and whether there is one
 // with more than one rank.
@@ -440,8 +426,10 @@ type worker struct {
 	comm  dist.Comm
 	strat train.Strategy
 	t     *train.Trainer
-	sum   train.Summary
-	err   error
+	// closeData releases the worker's data (its .beton streams).
+	closeData func()
+	sum       train.Summary
+	err       error
 }
 
 // closeStrategy stops the worker's strategy (its queue, its buffers).
@@ -455,7 +443,7 @@ func (w *worker) closeStrategy() {
 // comms is nil, otherwise one per Comm, data-parallel. Rank 0 evaluates,
 // reports and writes checkpoints. A worker that fails closes its Comm, so
 // that the others stop with an error naming it instead of waiting.
-func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSet, testSet *dataset.Images, comms []dist.Comm, stdout, stderr io.Writer) int {
+func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, sets *trainSets, comms []dist.Comm, stdout, stderr io.Writer) int {
 	world := 1
 	if comms != nil {
 		world = comms[0].Size()
@@ -466,12 +454,13 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSe
 	commCtx, fail := context.WithCancel(context.Background())
 	defer fail()
 
-	if cfg.StepsPerEpoch(trainSet.N, world) == 0 {
+	if sets.stepsPerEpoch(cfg, world) == 0 {
 		who := fmt.Sprintf("--workers %d", world)
 		if len(comms) == 1 {
 			who = fmt.Sprintf("the launcher's %d ranks", world)
 		}
-		return usageError(stderr, "%s share %d training images: each worker needs at least one (fewer workers or more --train-images)", who, cfg.TrainImagesOf(trainSet.N))
+		trainN, _ := sets.counts()
+		return usageError(stderr, "%s share %d training images: each worker needs at least one (fewer workers or more --train-images)", who, cfg.TrainImagesOf(trainN))
 	}
 
 	// Output that cannot be written stops the run as an interruption
@@ -494,6 +483,9 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSe
 			if w.t != nil {
 				w.t.Close()
 			}
+			if w.closeData != nil {
+				w.closeData()
+			}
 		}
 	}()
 	var rank0 *worker
@@ -504,10 +496,10 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSe
 		if o.divergedSteps == 0 {
 			opts.MaxNonFiniteSteps = -1
 		}
-		test := testSet
+		test := sets.hasTest()
 		if comms != nil {
 			w.comm, w.rank = comms[i], comms[i].Rank()
-			s, err := newStrategy(w.comm, cfg, cfg.StepsPerEpoch(trainSet.N, world), commCtx)
+			s, err := newStrategy(w.comm, cfg, sets.stepsPerEpoch(cfg, world), commCtx)
 			if err != nil {
 				fmt.Fprintf(stderr, "flock train: %v\n", err)
 				return exitFailure
@@ -522,10 +514,11 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSe
 			rank0 = w
 			opts.OnRecord, opts.OnProgress, opts.CheckpointPath = out.record, out.progress, o.checkpoint
 		} else {
-			opts.PeerEvaluates = testSet != nil
-			test = nil
+			opts.PeerEvaluates = test
+			test = false
 		}
-		t, err := train.New(cfg, trainSet, test, opts)
+		t, closeData, err := sets.trainer(cfg, test, opts)
+		w.closeData = closeData
 		if err != nil {
 			fmt.Fprintf(stderr, "flock train: %v\n", err)
 			return exitFailure
@@ -540,7 +533,7 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, trainSe
 	}
 	if rank0 != nil {
 		out.strategy = strategyName(rank0.strat)
-		out.start(rank0.t, trainSet, testSet, o)
+		out.start(rank0.t, sets, o)
 	}
 
 	var (
@@ -706,20 +699,18 @@ func newReporter(w io.Writer, jsonOut, terminal bool) *reporter {
 	return &reporter{w: w, json: jsonOut, terminal: terminal && !jsonOut, workers: 1}
 }
 
-func (r *reporter) start(t *train.Trainer, trainSet, testSet *dataset.Images, o trainOptions) {
+func (r *reporter) start(t *train.Trainer, sets *trainSets, o trainOptions) {
 	if r.json {
 		return
 	}
 	cfg := t.Config()
-	data, testN := "Fashion-MNIST", 0
+	data := "Fashion-MNIST"
 	if strings.HasSuffix(o.data, ".beton") {
 		data = o.data
 	}
-	if testSet != nil {
-		testN = testSet.N
-	}
+	trainN, testN := sets.counts()
 	fmt.Fprintf(r.w, "flock train: %s (%d parameters) on %s, %d training / %d test images\n",
-		cfg.Model, nn.NumParameters(t.Model()), data, cfg.TrainImagesOf(trainSet.N), testN)
+		cfg.Model, nn.NumParameters(t.Model()), data, cfg.TrainImagesOf(trainN), testN)
 	opt := cfg.Optimizer
 	if cfg.Optimizer != "adamw" {
 		opt += fmt.Sprintf(" momentum %g", cfg.Momentum)
@@ -821,11 +812,12 @@ func (r *reporter) finish(s train.Summary) {
 			ImagesPerSec float64          `json:"img_per_s"`
 			TrainLoss    float64          `json:"train_loss"`
 			TrainAcc     float64          `json:"train_acc"`
+			DataWait     float64          `json:"data_wait_s"`
 			TestLoss     *float64         `json:"test_loss,omitempty"`
 			TestAcc      *float64         `json:"test_acc,omitempty"`
 			Comm         *train.CommStats `json:"comm,omitempty"`
 			Saving       float64          `json:"comm_saving,omitempty"`
-		}{"summary", s.Epochs, s.Steps, s.Wall.Seconds(), s.ImagesPerSec, s.TrainLoss, s.TrainAcc, nil, nil, s.Comm, 0}
+		}{"summary", s.Epochs, s.Steps, s.Wall.Seconds(), s.ImagesPerSec, s.TrainLoss, s.TrainAcc, s.DataWait.Seconds(), nil, nil, s.Comm, 0}
 		if s.Comm != nil {
 			v.Saving = s.Comm.Saving()
 		}
@@ -842,6 +834,7 @@ func (r *reporter) finish(s train.Summary) {
 	fmt.Fprintf(tw, "steps\t%d\n", s.Steps)
 	fmt.Fprintf(tw, "wall time\t%s\n", s.Wall.Round(100*time.Millisecond))
 	fmt.Fprintf(tw, "images/s\t%.0f\n", s.ImagesPerSec)
+	fmt.Fprintf(tw, "waiting on data\t%s per step\n", s.DataWait.Round(10*time.Microsecond))
 	fmt.Fprintf(tw, "final train loss\t%.4f\n", s.TrainLoss)
 	if s.Evaluated {
 		fmt.Fprintf(tw, "test loss\t%.4f\n", s.TestLoss)

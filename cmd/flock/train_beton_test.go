@@ -88,7 +88,7 @@ func TestTrainBetonUsage(t *testing.T) {
 	runCLICases(t, []cliCase{
 		{"test data without beton", []string{"train", "--test-data", "x.beton"}, exitUsage, nil, []string{"--test-data x.beton needs --data TRAIN.beton"}, false},
 		{"missing beton", []string{"train", "--data", filepath.Join(dir, "none.beton")}, exitFailure, nil, []string{"none.beton", "no such file"}, false},
-		{"images of several sizes", []string{"train", "--data", filepath.Join(ffcvTestdata, "jpeg_q90_max256.beton")}, exitFailure, nil, []string{"ffcv: read images", "needs images of one size"}, false},
+		{"images of several sizes", []string{"train", "--workers", "1", "--batch-size", "16", "--data", filepath.Join(ffcvTestdata, "jpeg_q90_max256.beton")}, exitFailure, nil, []string{"jpeg_q90_max256.beton: ffcv: loader", "needs images of one size", "--image-size crops them"}, false},
 		{"help", []string{"train", "--help"}, exitOK, []string{"--test-data PATH", ".beton file of training images"}, nil, false},
 	})
 }
