@@ -241,7 +241,9 @@ func (c *tcpComm) drain() error {
 
 func (c *tcpComm) post(from int, s *tcpSlot, buf []byte) {
 	s.buf, s.op, s.dtype, s.seq, s.count = buf, c.opc, c.dt, c.seq, c.count
-	c.lanes[from].post <- s
+	if err := c.lanes[from].post(s); err != nil {
+		c.w.fail(c.ranks[from], err)
+	}
 }
 
 func (c *tcpComm) recv(from int, s *tcpSlot) error { return c.op.wait(s.done, c.ranks[from]) }
