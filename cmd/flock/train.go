@@ -43,6 +43,7 @@ type trainOptions struct {
 	threads    int
 	stopAfter  int
 	workers    int
+	timeout    time.Duration
 }
 
 // trainFlags returns the flag set of flock train, bound to cfg and o. Flag
@@ -73,6 +74,7 @@ func trainFlags(cfg *train.Config, o *trainOptions) *flag.FlagSet {
 	fs.IntVar(&o.threads, "threads", o.threads, fmt.Sprintf("worker threads, GOMAXPROCS (0: all %d cores)", runtime.NumCPU()))
 	fs.IntVar(&cfg.TrainImages, "train-images", cfg.TrainImages, "train on the first `N` training images only (0: all)")
 	fs.IntVar(&o.stopAfter, "stop-after", o.stopAfter, "stop after `STEP` steps of the run (the schedule still spans --epochs), writing the checkpoint to continue from with --resume (0: run to the end)")
+	fs.DurationVar(&o.timeout, "timeout", o.timeout, "in a job of several processes (flock run, torchrun, SLURM): how long rank 0 waits for the others to join and a silent peer may take before the run fails, a `DURATION` such as 90s or 10m (default: $"+dist.TimeoutEnv+", else "+strings.TrimSuffix(dist.DefaultTimeout.String(), "0s")+")")
 	fs.IntVar(&o.workers, "workers", o.workers, "workers in this process, `K` goroutines each taking --batch-size images per step and cooperating by --strategy")
 	sc := &cfg.Strategy
 	fs.StringVar(&sc.Name, "strategy", sc.Name, "how the workers cooperate: dp (gradients averaged every step), local (Local SGD/AdamW/LARS: parameters averaged every H steps), diloco (outer Nesterov SGD on the averaged change every H steps)")
@@ -180,7 +182,7 @@ Flags:
 			head += " " + name
 		}
 		def := ""
-		if f.DefValue != "" && f.DefValue != "false" {
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0s" {
 			def = " (default " + f.DefValue + ")"
 		}
 		fmt.Fprintf(w, "  %-22s %s%s\n", head, use, def)
@@ -247,6 +249,9 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 	if o.workers < 1 {
 		return usageError(stderr, "workers %d: want ≥ 1", o.workers)
 	}
+	if o.timeout < 0 {
+		return usageError(stderr, "timeout %v: want > 0", o.timeout)
+	}
 	if o.testData != "" && !strings.HasSuffix(o.data, ".beton") {
 		return usageError(stderr, "--test-data %s needs --data TRAIN.beton", o.testData)
 	}
@@ -299,7 +304,7 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 		// JointSpar saves work on one worker too.
 		comms = dist.NewLocal(o.workers)
 	case launched:
-		c, err := dist.Init(ctx, env, dist.InitOptions{})
+		c, err := dist.Init(ctx, env, dist.InitOptions{Timeout: o.timeout, Logger: cliLogger(stderr, "flock train: ")})
 		if err != nil {
 			fmt.Fprintf(stderr, "flock train: rank %d of %d: %v\n", env.Rank, env.Size, err)
 			if ctx.Err() != nil {
