@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"net"
 	"os/exec"
@@ -15,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/flockml/flock/dist"
 )
 
 // TestRunUsage checks flock run's help and its refusals of bad command
@@ -158,16 +161,27 @@ func TestTrainRendezvousTimeout(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv("FLOCK_TIMEOUT", c.env)
+			// A connection with the wrong token, refused and logged.
+			refused := make(chan error, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				_, err := dist.DialStore(ctx, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dist.StoreConfig{Token: []byte("not the job token")})
+				refused <- err
+			}()
 			var stdout, stderr bytes.Buffer
 			start := time.Now()
 			code := run(append(slices.Clone(args), c.args...), &stdout, &stderr)
+			if err := <-refused; err == nil {
+				t.Error("a connection with the wrong token was accepted")
+			}
 			if code != exitFailure {
 				t.Fatalf("exit status %d, want %d: %s", code, exitFailure, stderr.String())
 			}
 			if took := time.Since(start); took > 20*time.Second {
 				t.Errorf("gave up after %v, want about 1.5s", took)
 			}
-			for _, want := range []string{"flock train: dist: init: waiting for ranks to join", "missing=[1]", "rank 1 never registered"} {
+			for _, want := range []string{"flock train: dist: init: waiting for ranks to join", "missing=[1]", "rank 1 never registered", "refused connection", "wrong token"} {
 				if !strings.Contains(stderr.String(), want) {
 					t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
 				}
