@@ -407,10 +407,11 @@ type tcpPeer struct {
 	mu    sync.Mutex
 	lanes map[uint32]*tcpLane
 
-	// Collective frames that arrived before their receive was posted, on
-	// all lanes together: the bytes they hold (see tcpEarlyCost), at most
-	// earlyMax unless a single frame is larger, and the reader's wake-up
-	// when a receive is posted or a held frame is taken.
+	// Collective frames and point-to-point messages that arrived before
+	// their receive was posted, on all lanes together: the bytes they hold
+	// (see tcpEarlyCost), at most earlyMax unless a single frame or
+	// message is larger, and the reader's wake-up when a receive is posted
+	// or a held frame or message is taken.
 	early    atomic.Int64
 	earlyMax int64
 	room     chan struct{} // capacity 1
@@ -430,7 +431,8 @@ func newTCPPeer(w *tcpWorld, rank int, conn net.Conn) *tcpPeer {
 // (up to the peer's earlyMax bytes, then it waits for room at most the
 // world's timeout) and goes on reading the connection, so that a bye or a
 // ping behind it is never stuck; the next receive posted takes the oldest
-// held frame instead of waiting.
+// held frame instead of waiting. Point-to-point messages that arrive before
+// their Recv are held within the same bound.
 type tcpLane struct {
 	p     *tcpPeer
 	cmu   sync.Mutex
@@ -595,6 +597,7 @@ type tcpMsg struct {
 	dtype uint8
 	count int64
 	data  []byte
+	cost  int64 // bytes counted against the peer's earlyMax
 }
 
 // tcpSend is a message for the writer: header fields and the payload, cut
@@ -658,6 +661,9 @@ func (p *tcpPeer) readLoop() {
 			if cur != nil {
 				dst = cur.buf[off : off+int64(h.len)]
 			} else {
+				if !p.holdMsg(msg, h) {
+					return
+				}
 				n := len(msg.data)
 				msg.data = append(msg.data, make([]byte, h.len)...)
 				dst = msg.data[n:]
@@ -737,21 +743,10 @@ func (p *tcpPeer) readColl(h tcpHeader) bool {
 			s.done <- nil
 			return true
 		}
-		held := p.early.Load()
-		if held == 0 || held+cost <= p.earlyMax {
+		if p.fits(cost, 0) {
 			break
 		}
-		if bound == nil {
-			bound = time.NewTimer(p.w.timeout)
-		}
-		select {
-		case <-p.room:
-		case <-p.w.dead:
-			bound.Stop()
-			return false
-		case <-bound.C:
-			p.w.fail(p.rank, fmt.Errorf("%s #%d: no receive posted within %v while the peer's earlier frames hold %d bytes: %w",
-				tcpOpNames[h.op], h.tag, p.w.timeout, held, errTCPSilent))
+		if !p.awaitRoom(&bound, func() string { return fmt.Sprintf("%s #%d", tcpOpNames[h.op], h.tag) }) {
 			return false
 		}
 	}
@@ -780,6 +775,64 @@ func (p *tcpPeer) readColl(h tcpHeader) bool {
 		}
 	}
 	return true
+}
+
+// fits reports whether cost more bytes may be held, own of those held
+// being the message they extend: a message alone may exceed earlyMax.
+func (p *tcpPeer) fits(cost, own int64) bool {
+	held := p.early.Load()
+	return held == own || held+cost <= p.earlyMax
+}
+
+// awaitRoom waits until a receive is posted or held bytes are taken, for
+// at most the world's timeout from its first call with *bound nil. It
+// returns false once the world has failed, failing it when the timeout
+// passes while what (a collective or message) waits.
+func (p *tcpPeer) awaitRoom(bound **time.Timer, what func() string) bool {
+	if *bound == nil {
+		*bound = time.NewTimer(p.w.timeout)
+	}
+	select {
+	case <-p.room:
+		return true
+	case <-p.w.dead:
+		(*bound).Stop()
+		return false
+	case <-(*bound).C:
+		p.w.fail(p.rank, fmt.Errorf("%s: no receive posted within %v while the peer's earlier messages hold %d bytes: %w",
+			what(), p.w.timeout, p.early.Load(), errTCPSilent))
+		return false
+	}
+}
+
+// holdMsg counts the frame h of the unexpected message m against earlyMax,
+// waiting for room when other messages hold it; false once the world has
+// failed.
+func (p *tcpPeer) holdMsg(m *tcpMsg, h tcpHeader) bool {
+	cost := int64(h.len)
+	if m.cost == 0 {
+		cost += tcpEarlyCost(0)
+	}
+	var bound *time.Timer
+	for !p.fits(cost, m.cost) {
+		if !p.awaitRoom(&bound, func() string { return fmt.Sprintf("point-to-point message with tag %d", h.tag) }) {
+			return false
+		}
+	}
+	if bound != nil {
+		bound.Stop()
+	}
+	p.early.Add(cost)
+	m.cost += cost
+	return true
+}
+
+// releaseMsg gives back what the unexpected message m held.
+func (p *tcpPeer) releaseMsg(m *tcpMsg) {
+	if m.cost > 0 {
+		p.early.Add(-m.cost)
+		p.wake()
+	}
 }
 
 // startMsg picks where a point-to-point message goes: a posted Recv with
@@ -822,6 +875,7 @@ func (p *tcpPeer) finishMsg(h tcpHeader, r *tcpRecv, m *tcpMsg) {
 		r := q[0]
 		tcpPopRecv(l, h.tag)
 		r.done <- tcpDeliver(r, m)
+		p.releaseMsg(m)
 		return
 	}
 	l.unexpected[h.tag] = append(l.unexpected[h.tag], m)

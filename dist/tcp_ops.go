@@ -828,6 +828,7 @@ func (c *tcpComm) Recv(ctx context.Context, t *tensor.Tensor, from, tag int) err
 		}
 		p.mu.Unlock()
 		err := tcpDeliver(r, m)
+		p.releaseMsg(m)
 		r.buf = nil
 		tcpRecvPool.Put(r)
 		if err != nil {

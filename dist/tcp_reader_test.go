@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -158,4 +159,71 @@ func TestTCPReaderHeldFramesBounded(t *testing.T) {
 	if n := p.early.Load(); n != p.earlyMax {
 		t.Fatalf("%d bytes held, want the bound %d", n, p.earlyMax)
 	}
+}
+
+func tcpTestP2P(tag int64, payload []byte) []byte {
+	return tcpFrameBytes(tcpHeader{typ: tcpP2P, dtype: uint8(backend.Float32), tag: tag, count: int64(len(payload) / 4)}, payload)
+}
+
+// tcpTestUnexpected returns the messages with tag held on l.
+func tcpTestUnexpected(p *tcpPeer, l *tcpLane, tag int64) []*tcpMsg {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(l.unexpected[tag])
+}
+
+// Point-to-point messages that arrive before their Recv are held within
+// the same bound: one message alone may exceed it, a second one waits for
+// the first to be received, at most the timeout.
+func TestTCPReaderHeldMessagesBounded(t *testing.T) {
+	t.Parallel()
+	t.Run("timeout", func(t *testing.T) {
+		t.Parallel()
+		p, remote := tcpTestReader(t, 200*time.Millisecond)
+		p.earlyMax = 1024
+		go func() {
+			remote.Write(tcpTestP2P(7, make([]byte, 1024)))
+			remote.Write(tcpTestP2P(7, make([]byte, 16)))
+		}()
+		err := tcpTestDead(t, p.w)
+		if !errors.Is(err, errTCPSilent) || !strings.Contains(err.Error(), "point-to-point message with tag 7: no receive posted") {
+			t.Fatalf("world failed with %v, want no receive posted for the message", err)
+		}
+		if q := tcpTestUnexpected(p, p.lane(0), 7); len(q) != 1 || len(q[0].data) != 1024 {
+			t.Fatalf("held %d messages, want the first one whole", len(q))
+		}
+	})
+	t.Run("room", func(t *testing.T) {
+		t.Parallel()
+		p, remote := tcpTestReader(t, time.Minute)
+		p.earlyMax = 1024
+		go func() {
+			remote.Write(tcpTestP2P(7, make([]byte, 1024)))
+			remote.Write(tcpTestP2P(7, bytes.Repeat([]byte{9}, 16)))
+		}()
+		l := p.lane(0)
+		var q []*tcpMsg
+		for deadline := time.Now().Add(5 * time.Second); len(q) == 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the first message was not held")
+			}
+			q = tcpTestUnexpected(p, l, 7)
+		}
+		time.Sleep(20 * time.Millisecond)
+		if q = tcpTestUnexpected(p, l, 7); len(q) != 1 {
+			t.Fatalf("%d messages held past the bound, want 1", len(q))
+		}
+		p.mu.Lock()
+		delete(l.unexpected, 7)
+		p.mu.Unlock()
+		p.releaseMsg(q[0])
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+			if q = tcpTestUnexpected(p, l, 7); len(q) == 1 && bytes.Equal(q[0].data, bytes.Repeat([]byte{9}, 16)) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the second message was not held once the first was received")
+			}
+		}
+	})
 }
