@@ -451,8 +451,8 @@ type tcpEarly struct {
 	cost int64
 }
 
-// tcpEarlyMax bounds the bytes of collective frames held for one peer: a
-// few rounds of segments, enough for a peer a little ahead never to wait.
+// tcpEarlyMax bounds the bytes held for one peer before their receives
+// are posted: 64 segments, enough for a peer a little ahead never to wait.
 const tcpEarlyMax = 32 << 20
 
 // tcpEarlyCost is what a held frame of n payload bytes counts against
