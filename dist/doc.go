@@ -39,7 +39,8 @@
 // # Failure
 //
 // Nothing blocks forever. Every operation takes a context; without a
-// deadline it is bounded by [DefaultTimeout]. When a peer dies, closes its
+// deadline it is bounded by the job's timeout ([InitOptions].Timeout, else
+// FLOCK_TIMEOUT, else [DefaultTimeout]). When a peer dies, closes its
 // Comm, breaks its connection or stays silent past the timeout, every
 // pending and later operation of the other ranks returns an [*OpError]
 // naming the operation and that peer's rank, and the Comm stays broken: a

@@ -3,9 +3,11 @@ package dist
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Env says where this process sits in a job: its rank among Size ranks,
@@ -17,6 +19,29 @@ type Env struct {
 	MasterAddr           string
 	MasterPort           int
 	Token                []byte
+	// Timeout, from FLOCK_TIMEOUT (0 when unset), bounds the rendezvous
+	// and a silent peer when InitOptions does not say.
+	Timeout time.Duration
+}
+
+// TimeoutEnv is the environment variable holding the job's timeout: a
+// duration such as 90s or 10m, or a number of seconds.
+const TimeoutEnv = "FLOCK_TIMEOUT"
+
+// parseTimeout reads a TimeoutEnv value.
+func parseTimeout(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		n, nerr := strconv.ParseFloat(v, 64)
+		if nerr != nil || math.IsNaN(n) || n > math.MaxInt64/float64(time.Second) {
+			return 0, fmt.Errorf("dist: env: %s=%q is not a duration such as 90s or 10m", TimeoutEnv, v)
+		}
+		d = time.Duration(n * float64(time.Second))
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("dist: env: %s=%q: want > 0", TimeoutEnv, v)
+	}
+	return d, nil
 }
 
 // DefaultMasterPort is the store port when no launcher names one (the
@@ -128,6 +153,11 @@ func envFrom(lookup func(string) (string, bool)) (Env, error) {
 	}
 	if tok := get("FLOCK_JOB_TOKEN"); tok != "" {
 		e.Token = []byte(tok)
+	}
+	if v := get(TimeoutEnv); v != "" {
+		if e.Timeout, err = parseTimeout(v); err != nil {
+			return Env{}, err
+		}
 	}
 	if err := e.Validate(); err != nil {
 		if source != "" {

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 const envTestToken = "0123456789abcdef0123"
@@ -21,23 +22,23 @@ func TestEnvFrom(t *testing.T) {
 		{"torchrun", map[string]string{
 			"RANK": "5", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "4",
 			"MASTER_ADDR": "10.0.0.7", "MASTER_PORT": "1234", "FLOCK_JOB_TOKEN": envTestToken,
-		}, Env{5, 8, 1, 4, "10.0.0.7", 1234, tok}, ""},
+		}, Env{5, 8, 1, 4, "10.0.0.7", 1234, tok, 0}, ""},
 		{"torchrun single node defaults", map[string]string{
 			"RANK": "2", "WORLD_SIZE": "3", "FLOCK_JOB_TOKEN": envTestToken,
-		}, Env{2, 3, 2, 3, "127.0.0.1", DefaultMasterPort, tok}, ""},
+		}, Env{2, 3, 2, 3, "127.0.0.1", DefaultMasterPort, tok, 0}, ""},
 		{"torchrun one rank needs no token", map[string]string{"RANK": "0", "WORLD_SIZE": "1"},
-			Env{0, 1, 0, 1, "127.0.0.1", DefaultMasterPort, nil}, ""},
+			Env{0, 1, 0, 1, "127.0.0.1", DefaultMasterPort, nil, 0}, ""},
 		{"torchrun beats SLURM", map[string]string{
 			"RANK": "1", "WORLD_SIZE": "2", "SLURM_PROCID": "0", "SLURM_NTASKS": "9", "FLOCK_JOB_TOKEN": envTestToken,
-		}, Env{1, 2, 1, 2, "127.0.0.1", DefaultMasterPort, tok}, ""},
+		}, Env{1, 2, 1, 2, "127.0.0.1", DefaultMasterPort, tok, 0}, ""},
 		{"Open MPI", map[string]string{
 			"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "1",
 			"OMPI_COMM_WORLD_LOCAL_SIZE": "2", "MASTER_ADDR": "head", "FLOCK_JOB_TOKEN": envTestToken,
-		}, Env{3, 4, 1, 2, "head", DefaultMasterPort, tok}, ""},
+		}, Env{3, 4, 1, 2, "head", DefaultMasterPort, tok, 0}, ""},
 		{"Open MPI beats SLURM", map[string]string{
 			"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2", "SLURM_PROCID": "1", "SLURM_NTASKS": "2",
 			"FLOCK_JOB_TOKEN": envTestToken,
-		}, Env{0, 2, 0, 2, "127.0.0.1", DefaultMasterPort, tok}, ""},
+		}, Env{0, 2, 0, 2, "127.0.0.1", DefaultMasterPort, tok, 0}, ""},
 		{"Open MPI multi-node without master", map[string]string{
 			"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "0",
 			"OMPI_COMM_WORLD_LOCAL_SIZE": "2", "FLOCK_JOB_TOKEN": envTestToken,
@@ -45,16 +46,22 @@ func TestEnvFrom(t *testing.T) {
 		{"SLURM", map[string]string{
 			"SLURM_PROCID": "6", "SLURM_NTASKS": "7", "SLURM_LOCALID": "0", "SLURM_NODEID": "3",
 			"SLURM_TASKS_PER_NODE": "2(x3),1", "SLURM_JOB_NODELIST": "gpu[007-010],cpu1", "FLOCK_JOB_TOKEN": envTestToken,
-		}, Env{6, 7, 0, 1, "gpu007", DefaultMasterPort, tok}, ""},
+		}, Env{6, 7, 0, 1, "gpu007", DefaultMasterPort, tok, 0}, ""},
 		{"SLURM master port and addr override", map[string]string{
 			"SLURM_PROCID": "1", "SLURM_NTASKS": "4", "SLURM_LOCALID": "1", "SLURM_NODEID": "0",
 			"SLURM_TASKS_PER_NODE": "2(x2)", "SLURM_JOB_NODELIST": "n[1-2]", "MASTER_PORT": "4000",
 			"MASTER_ADDR": "login", "FLOCK_JOB_TOKEN": envTestToken,
-		}, Env{1, 4, 1, 2, "login", 4000, tok}, ""},
+		}, Env{1, 4, 1, 2, "login", 4000, tok, 0}, ""},
 		{"SLURM node list fallback", map[string]string{
 			"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_LOCALID": "0", "SLURM_TASKS_PER_NODE": "1(x2)",
 			"SLURM_NODELIST": "a,b", "FLOCK_JOB_TOKEN": envTestToken,
-		}, Env{0, 2, 0, 1, "a", DefaultMasterPort, tok}, ""},
+		}, Env{0, 2, 0, 1, "a", DefaultMasterPort, tok, 0}, ""},
+		{"timeout", map[string]string{"RANK": "1", "WORLD_SIZE": "2", "FLOCK_JOB_TOKEN": envTestToken, "FLOCK_TIMEOUT": "90s"},
+			Env{1, 2, 1, 2, "127.0.0.1", DefaultMasterPort, tok, 90 * time.Second}, ""},
+		{"timeout in seconds", map[string]string{"RANK": "0", "WORLD_SIZE": "1", "FLOCK_TIMEOUT": "2.5"},
+			Env{0, 1, 0, 1, "127.0.0.1", DefaultMasterPort, nil, 2500 * time.Millisecond}, ""},
+		{"bad timeout", map[string]string{"RANK": "0", "WORLD_SIZE": "1", "FLOCK_TIMEOUT": "soon"}, Env{}, `FLOCK_TIMEOUT="soon" is not a duration`},
+		{"zero timeout", map[string]string{"RANK": "0", "WORLD_SIZE": "1", "FLOCK_TIMEOUT": "0s"}, Env{}, `FLOCK_TIMEOUT="0s": want > 0`},
 		{"missing token", map[string]string{"RANK": "0", "WORLD_SIZE": "2"}, Env{}, "FLOCK_JOB_TOKEN is not set"},
 		{"short token", map[string]string{"RANK": "0", "WORLD_SIZE": "2", "FLOCK_JOB_TOKEN": "short"}, Env{}, "at least 16"},
 		{"missing world size", map[string]string{"RANK": "0"}, Env{}, "WORLD_SIZE is not set"},
@@ -79,7 +86,7 @@ func TestEnvFrom(t *testing.T) {
 			}
 			if got.Rank != tc.want.Rank || got.Size != tc.want.Size || got.LocalRank != tc.want.LocalRank ||
 				got.LocalSize != tc.want.LocalSize || got.MasterAddr != tc.want.MasterAddr ||
-				got.MasterPort != tc.want.MasterPort || string(got.Token) != string(tc.want.Token) {
+				got.MasterPort != tc.want.MasterPort || string(got.Token) != string(tc.want.Token) || got.Timeout != tc.want.Timeout {
 				t.Fatalf("got %+v\nwant %+v", got, tc.want)
 			}
 		})

@@ -14,14 +14,17 @@ import (
 // InitOptions tunes Init.
 type InitOptions struct {
 	// Timeout bounds the rendezvous and becomes the communicator's timeout
-	// (a peer silent that long has failed); 0 means DefaultTimeout.
+	// (a peer silent that long has failed); 0 means env.Timeout, then
+	// DefaultTimeout.
 	Timeout time.Duration
 	// Host is the address this rank's data listener binds to; "" means the
 	// local address of the interface through which this host reaches the
 	// master. When Host is unspecified ("0.0.0.0", "::"), peers are told
 	// that interface's address.
 	Host string
-	// Logger receives connection events (nil discards them).
+	// Logger receives connection events, refused connections, and on rank
+	// 0 the ranks still missing while it waits for them (nil discards
+	// them).
 	Logger *slog.Logger
 }
 
@@ -42,6 +45,9 @@ func Init(ctx context.Context, env Env, opts InitOptions) (Comm, error) {
 		return NewLocal(1)[0], nil
 	}
 	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = env.Timeout
+	}
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
@@ -89,7 +95,14 @@ func Init(ctx context.Context, env Env, opts InitOptions) (Comm, error) {
 	if ta, ok := ln.Addr().(*net.TCPAddr); ok && ta.IP.IsUnspecified() {
 		advertise = net.JoinHostPort(localHost, strconv.Itoa(ta.Port))
 	}
+	var stopReport func()
+	if srv != nil {
+		stopReport = initReportMissing(srv, log, env.Size, timeout)
+	}
 	addrs, err := initExchange(ctx, store, env, advertise)
+	if stopReport != nil {
+		stopReport()
+	}
 	if err != nil {
 		return fail("rendezvous", err)
 	}
@@ -153,4 +166,45 @@ func initExchange(ctx context.Context, store *Store, env Env, addr string) ([]st
 		return nil, err
 	}
 	return addrs, nil
+}
+
+// initReportEvery is how often rank 0 names the ranks it still waits for;
+// a short timeout reports more often.
+const initReportEvery = 5 * time.Second
+
+// initReportMissing logs, every initReportEvery (at most a quarter of the
+// timeout), the ranks that have not registered with srv yet, until stop is
+// called.
+func initReportMissing(srv *StoreServer, log *slog.Logger, size int, timeout time.Duration) (stop func()) {
+	every := min(initReportEvery, max(timeout/4, time.Millisecond))
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		start := time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			var missing []int
+			for r := range size {
+				if !srv.has(initKey("addr", r)) {
+					missing = append(missing, r)
+				}
+			}
+			if len(missing) == 0 {
+				return
+			}
+			log.Warn("dist: init: waiting for ranks to join", "missing", missing, "joined", size-len(missing), "size", size,
+				"waited", time.Since(start).Round(time.Millisecond), "timeout", timeout)
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
 }

@@ -2,7 +2,10 @@ package dist
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -165,5 +168,52 @@ func TestInitFailures(t *testing.T) {
 				t.Fatalf("errors %v, want one containing %q", errs, tc.want)
 			}
 		})
+	}
+}
+
+// TestInitReportsMissingRanks checks that rank 0 names, while it waits, the
+// ranks that have not joined and logs a connection with the wrong token,
+// and that FLOCK_TIMEOUT's value in the Env bounds the wait.
+func TestInitReportsMissingRanks(t *testing.T) {
+	t.Parallel()
+	envs := initEnvs(3, initFreePort(t), envTestToken)
+	for r := range envs {
+		envs[r].Timeout = 1500 * time.Millisecond
+	}
+	lg := &storeLog{}
+	log := slog.New(slog.NewTextHandler(lg, nil))
+	errs := make([]error, 2)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for r := range errs {
+		wg.Go(func() {
+			opts := InitOptions{}
+			if r == 0 {
+				opts.Logger = log
+			}
+			var c Comm
+			if c, errs[r] = Init(context.Background(), envs[r], opts); c != nil {
+				c.Close()
+			}
+		})
+	}
+	master := net.JoinHostPort(envs[0].MasterAddr, strconv.Itoa(envs[0].MasterPort))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := DialStore(ctx, master, StoreConfig{Token: []byte("not the job token, wrong")}); !errors.Is(err, errStoreAuth) {
+		t.Errorf("dial with a wrong token: %v, want an authentication error", err)
+	}
+	wg.Wait()
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("Init gave up after %v, want about the 1.5s of Env.Timeout", took)
+	}
+	if errs[0] == nil || !strings.Contains(errs[0].Error(), "rank 2 never registered") {
+		t.Errorf("rank 0: %v, want rank 2 never registered", errs[0])
+	}
+	out := lg.String()
+	for _, want := range []string{"waiting for ranks to join", "missing=[2]", "joined=2", "refused connection", "wrong token"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/flockml/flock/backend"
 	"github.com/flockml/flock/tensor"
@@ -664,60 +663,22 @@ func localCopy(dst, src []byte) {
 	copy(dst, src)
 }
 
-type localNumber interface {
-	float32 | float64 | int32 | int64
-}
-
-func localElems[T localNumber](b []byte) []T {
-	if len(b) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*T)(unsafe.Pointer(&b[0])), len(b)/int(unsafe.Sizeof(T(0))))
-}
-
 // localReduce sets dst ← dst ⊕ srcs[0] ⊕ srcs[1] ⊕ … (left to right), and
-// for Avg divides the sum by k.
+// for Avg divides the sum by k, with the shared-memory path's kernels so
+// that every backend's results agree bit for bit.
 func localReduce(dt tensor.DType, op ReduceOp, dst []byte, srcs [][]byte, k int) {
 	switch dt {
-	case tensor.Float32:
-		localReduceInto[float32](op, dst, srcs, k)
-		if op == Avg {
-			scaleBy(localElems[float32](dst), k)
-		}
-	case tensor.Float64:
-		localReduceInto[float64](op, dst, srcs, k)
-		if op == Avg {
-			scaleBy(localElems[float64](dst), k)
-		}
-	case tensor.Int32:
-		localReduceInto[int32](op, dst, srcs, k)
-	case tensor.Int64:
-		localReduceInto[int64](op, dst, srcs, k)
+	case tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64:
 	default:
 		panic("dist: reduce: unsupported dtype " + dt.String())
 	}
-}
-
-func localReduceInto[T localNumber](op ReduceOp, dstb []byte, srcs [][]byte, k int) {
-	dst := localElems[T](dstb)
-	for _, sb := range srcs {
-		src := localElems[T](sb)
-		src = src[:len(dst)]
-		switch op {
-		case Sum, Avg:
-			for i, v := range src {
-				dst[i] += v
-			}
-		case Max:
-			for i, v := range src {
-				dst[i] = max(dst[i], v)
-			}
-		case Min:
-			for i, v := range src {
-				dst[i] = min(dst[i], v)
-			}
-		default:
-			panic(fmt.Sprintf("dist: reduce: unknown %v", op))
-		}
+	if op != Sum && op != Avg && op != Max && op != Min {
+		panic(fmt.Sprintf("dist: reduce: unknown %v", op))
 	}
+	if len(srcs) == 0 {
+		return // k = 1: the average of one rank is itself
+	}
+	ins := make([][]byte, 0, 1+len(srcs))
+	ins = append(append(ins, dst), srcs...)
+	reduceMany(uint8(dt), op, dst, nil, ins, make([][]byte, len(ins)), k)
 }

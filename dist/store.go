@@ -200,6 +200,14 @@ func (s *StoreServer) isClosed() bool {
 	}
 }
 
+// has reports whether key is set.
+func (s *StoreServer) has(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.data[key]
+	return ok
+}
+
 // notify wakes every blocked Get and Wait; s.mu must be held.
 func (s *StoreServer) notify() {
 	close(s.changed)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"time"
 )
 
@@ -145,18 +146,37 @@ func storeReadFrame(r io.Reader, buf []byte) (storeMsg, []byte, error) {
 	if n > storeMaxFrame {
 		return storeMsg{}, buf, fmt.Errorf("%w: frame of %d bytes exceeds %d", errStoreFrame, n, storeMaxFrame)
 	}
-	if uint32(cap(buf)) < n {
-		buf = make([]byte, n)
-	}
-	body := buf[:n]
-	if _, err := io.ReadFull(r, body); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return storeMsg{}, buf, err
+	body, err := storeReadBody(r, buf[:0], int(n))
+	if err != nil {
+		return storeMsg{}, body, err
 	}
 	m, err := storeParseBody(op, body)
-	return m, buf, err
+	return m, body, err
+}
+
+// storeReadChunk is the most a frame's body grows by before its bytes have
+// arrived: a peer announcing a large frame gets memory only as it sends.
+const storeReadChunk = 64 << 10
+
+// storeReadBody reads n bytes from r into buf, growing it at most
+// storeReadChunk bytes, or the length read so far, ahead of the data.
+func storeReadBody(r io.Reader, buf []byte, n int) ([]byte, error) {
+	for len(buf) < n {
+		if len(buf) == cap(buf) {
+			step := min(n-len(buf), max(len(buf), storeReadChunk))
+			buf = slices.Grow(buf, step)
+		}
+		end := min(n, cap(buf))
+		k, err := io.ReadFull(r, buf[len(buf):end])
+		buf = buf[:len(buf)+k]
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return buf, err
+		}
+	}
+	return buf, nil
 }
 
 // storeParseBody decodes a frame body; it never reads past body and

@@ -527,3 +527,37 @@ func TestStoreDialTimeout(t *testing.T) {
 		t.Fatalf("gave up after %v, want about 200ms", el)
 	}
 }
+
+// TestStoreFrameGrowsAsBytesArrive checks that a frame announcing the
+// largest body gets memory only as its bytes come, and that a large value
+// still arrives whole.
+func TestStoreFrameGrowsAsBytesArrive(t *testing.T) {
+	t.Parallel()
+	announced := append(storeFrameMagic[:], storeOpSet)
+	announced = binary.BigEndian.AppendUint32(announced, storeMaxFrame)
+	announced = append(announced, make([]byte, 100)...)
+	_, buf, err := storeReadFrame(bytes.NewReader(announced), nil)
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("truncated frame: %v, want unexpected EOF", err)
+	}
+	if cap(buf) > storeReadChunk {
+		t.Fatalf("100 bytes of a %d-byte frame took a %d-byte buffer, want at most %d", storeMaxFrame, cap(buf), storeReadChunk)
+	}
+	val := make([]byte, 3<<20+12345)
+	for i := range val {
+		val[i] = byte(i * 7)
+	}
+	frame, err := storeAppendFrame(nil, &storeMsg{op: storeOpSet, keys: []string{"k"}, vals: [][]byte{val}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, start := range [][]byte{nil, make([]byte, 0, 1<<20)} {
+		m, _, err := storeReadFrame(bytes.NewReader(frame), start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m.vals) != 1 || !bytes.Equal(m.vals[0], val) {
+			t.Fatalf("value of %d bytes read back wrong", len(val))
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/flockml/flock/backend"
@@ -137,9 +138,7 @@ func DialTCP(ctx context.Context, cfg TCPConfig) (Comm, error) {
 			continue
 		}
 		tcpTune(c)
-		p := &tcpPeer{w: w, rank: r, conn: c, notify: make(chan struct{}, 1), lanes: map[uint32]*tcpLane{},
-			byeq: make(chan tcpHeader, 1), wdone: make(chan struct{})}
-		w.peers[r] = p
+		w.peers[r] = newTCPPeer(w, r, c)
 	}
 	for _, p := range w.peers {
 		if p == nil {
@@ -409,28 +408,153 @@ type tcpPeer struct {
 
 	mu    sync.Mutex
 	lanes map[uint32]*tcpLane
+
+	// Collective frames and point-to-point messages that arrived before
+	// their receive was posted, on all lanes together: the bytes they hold
+	// (see tcpEarlyCost), at most earlyMax unless a single frame or
+	// message is larger, and the reader's wake-up when a receive is posted
+	// or a held frame or message is taken.
+	early    atomic.Int64
+	earlyMax int64
+	room     chan struct{} // capacity 1
+}
+
+func newTCPPeer(w *tcpWorld, rank int, conn net.Conn) *tcpPeer {
+	return &tcpPeer{w: w, rank: rank, conn: conn, notify: make(chan struct{}, 1), lanes: map[uint32]*tcpLane{},
+		byeq: make(chan tcpHeader, 1), wdone: make(chan struct{}), earlyMax: tcpEarlyMax, room: make(chan struct{}, 1)}
 }
 
 // tcpLane holds, for one communicator and one peer, the receives posted by
-// this rank and the point-to-point messages that arrived before their Recv.
+// this rank and the messages that arrived before their receive.
+//
+// A collective frame fills the oldest collective receive posted on its
+// lane, read straight from the connection into the operation's buffer.
+// When none is posted yet (the peer is ahead), the reader keeps the frame
+// (up to the peer's earlyMax bytes, then it waits for room at most the
+// world's timeout) and goes on reading the connection, so that a bye or a
+// ping behind it is never stuck; the next receive posted takes the oldest
+// held frame instead of waiting. Point-to-point messages that arrive before
+// their Recv are held within the same bound.
 type tcpLane struct {
-	post       chan *tcpSlot // collective receives in the order they will arrive
-	posted     map[int64][]*tcpRecv
+	p     *tcpPeer
+	cmu   sync.Mutex
+	slots []*tcpSlot // posted collective receives, in the order their frames will come
+	early []tcpEarly // held collective frames, oldest at head; never both non-empty
+	head  int
+
+	posted     map[int64][]*tcpRecv // point-to-point, under p.mu
 	unexpected map[int64][]*tcpMsg
 }
 
-// tcpLaneDepth bounds the collective receives posted ahead on one lane.
-const tcpLaneDepth = 8
+// tcpEarly is a collective frame held until its receive is posted.
+type tcpEarly struct {
+	h    tcpHeader
+	data []byte
+	cost int64
+}
+
+// tcpEarlyMax bounds the bytes held for one peer before their receives
+// are posted: 64 segments, enough for a peer a little ahead never to wait.
+const tcpEarlyMax = 32 << 20
+
+// tcpEarlyCost is what a held frame of n payload bytes counts against
+// tcpEarlyMax: its buffer and a share for its bookkeeping, so that empty
+// frames are bounded too.
+func tcpEarlyCost(n int) int64 {
+	if n > 0 && n <= tcpSegment {
+		n = tcpSegment
+	}
+	return int64(n) + 512
+}
+
+// tcpEarlyPool recycles the segment-sized buffers of held frames.
+var tcpEarlyPool = sync.Pool{New: func() any { b := make([]byte, tcpSegment); return &b }}
+
+func tcpEarlyBuf(n int) []byte {
+	if n == 0 {
+		return nil
+	}
+	if n > tcpSegment {
+		return make([]byte, n)
+	}
+	return (*tcpEarlyPool.Get().(*[]byte))[:n]
+}
 
 func (p *tcpPeer) lane(comm uint32) *tcpLane {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	l := p.lanes[comm]
 	if l == nil {
-		l = &tcpLane{post: make(chan *tcpSlot, tcpLaneDepth), posted: map[int64][]*tcpRecv{}, unexpected: map[int64][]*tcpMsg{}}
+		l = &tcpLane{p: p, posted: map[int64][]*tcpRecv{}, unexpected: map[int64][]*tcpMsg{}}
 		p.lanes[comm] = l
 	}
 	return l
+}
+
+// wake tells the reader that a receive was posted or a held frame taken.
+func (p *tcpPeer) wake() {
+	select {
+	case p.room <- struct{}{}:
+	default:
+	}
+}
+
+// post hands the collective receive s to the lane's reader, or fills it at
+// once from the oldest held frame. It returns an error, leaving s
+// unfinished, when that frame does not match s.
+func (l *tcpLane) post(s *tcpSlot) error {
+	l.cmu.Lock()
+	if l.head == len(l.early) {
+		l.slots = append(l.slots, s)
+		l.cmu.Unlock()
+		l.p.wake()
+		return nil
+	}
+	e := l.early[l.head]
+	l.early[l.head] = tcpEarly{}
+	l.head++
+	if l.head == len(l.early) {
+		l.early, l.head = l.early[:0], 0
+	}
+	l.cmu.Unlock()
+	return l.p.fill(s, e)
+}
+
+// fill completes the receive s with the held frame e, which it releases.
+func (p *tcpPeer) fill(s *tcpSlot, e tcpEarly) error {
+	err := tcpMatch(e.h, s)
+	if err == nil {
+		copy(s.buf, e.data)
+	}
+	if b := e.data; cap(b) == tcpSegment {
+		b = b[:cap(b)]
+		tcpEarlyPool.Put(&b)
+	}
+	p.early.Add(-e.cost)
+	p.wake()
+	if err != nil {
+		return err
+	}
+	s.done <- nil
+	return nil
+}
+
+// takeSlot returns the oldest posted receive, or nil.
+func (l *tcpLane) takeSlot() *tcpSlot {
+	l.cmu.Lock()
+	defer l.cmu.Unlock()
+	return l.popSlot()
+}
+
+func (l *tcpLane) popSlot() *tcpSlot {
+	if len(l.slots) == 0 {
+		return nil
+	}
+	s := l.slots[0]
+	copy(l.slots, l.slots[1:])
+	l.slots[len(l.slots)-1] = nil
+	l.slots = l.slots[:len(l.slots)-1]
+	return s
 }
 
 // tcpSlot is a posted collective receive: the frame that fills it must carry
@@ -443,6 +567,23 @@ type tcpSlot struct {
 	count int64
 	done  chan error
 	send  *tcpSend // outstanding send from buf, if any
+}
+
+// tcpMatch checks that the collective frame h is the one the receive s
+// waits for.
+func tcpMatch(h tcpHeader, s *tcpSlot) error {
+	if h.op != s.op || h.tag != s.seq {
+		return fmt.Errorf("collectives out of order: peer is in %s #%d, this rank in %s #%d",
+			tcpOpNames[h.op], h.tag, tcpOpNames[s.op], s.seq)
+	}
+	if h.dtype != s.dtype || h.count != s.count {
+		return fmt.Errorf("%s: peer has %d elements of %s, this rank %d of %s",
+			tcpOpNames[h.op], h.count, tcpDTypeName(h.dtype), s.count, tcpDTypeName(s.dtype))
+	}
+	if int(h.len) != len(s.buf) {
+		return fmt.Errorf("%w: %s segment of %d bytes, want %d", errTCPFrame, tcpOpNames[h.op], h.len, len(s.buf))
+	}
+	return nil
 }
 
 // tcpRecv is a posted point-to-point receive.
@@ -458,6 +599,7 @@ type tcpMsg struct {
 	dtype uint8
 	count int64
 	data  []byte
+	cost  int64 // bytes counted against the peer's earlyMax
 }
 
 // tcpSend is a message for the writer: header fields and the payload, cut
@@ -521,6 +663,9 @@ func (p *tcpPeer) readLoop() {
 			if cur != nil {
 				dst = cur.buf[off : off+int64(h.len)]
 			} else {
+				if !p.holdMsg(msg, h) {
+					return
+				}
 				n := len(msg.data)
 				msg.data = append(msg.data, make([]byte, h.len)...)
 				dst = msg.data[n:]
@@ -577,37 +722,119 @@ func (p *tcpPeer) protocolError(err error) {
 	p.w.fail(p.rank, err)
 }
 
-// readColl reads a collective frame into the next receive posted on its
-// lane, waiting for this rank to post it.
+// readColl reads a collective frame into the oldest receive posted on its
+// lane or, when none is, holds it for the receive to come (see tcpLane).
 func (p *tcpPeer) readColl(h tcpHeader) bool {
 	l := p.lane(h.comm)
-	var s *tcpSlot
-	select {
-	case s = <-l.post:
-	case <-p.w.dead:
-		return false
+	cost := tcpEarlyCost(int(h.len))
+	var bound *time.Timer
+	for {
+		if s := l.takeSlot(); s != nil {
+			if bound != nil {
+				bound.Stop()
+			}
+			if err := tcpMatch(h, s); err != nil {
+				p.w.fail(p.rank, err)
+				return false
+			}
+			p.conn.SetReadDeadline(time.Now().Add(p.w.timeout))
+			if _, err := io.ReadFull(p.conn, s.buf); err != nil {
+				p.readFailed(err)
+				return false
+			}
+			s.done <- nil
+			return true
+		}
+		if p.fits(cost, 0) {
+			break
+		}
+		if !p.awaitRoom(&bound, func() string { return fmt.Sprintf("%s #%d", tcpOpNames[h.op], h.tag) }) {
+			return false
+		}
 	}
-	if h.op != s.op || h.tag != s.seq {
-		p.w.fail(p.rank, fmt.Errorf("collectives out of order: peer is in %s #%d, this rank in %s #%d",
-			tcpOpNames[h.op], h.tag, tcpOpNames[s.op], s.seq))
-		return false
+	if bound != nil {
+		bound.Stop()
 	}
-	if h.dtype != s.dtype || h.count != s.count {
-		p.w.fail(p.rank, fmt.Errorf("%s: peer has %d elements of %s, this rank %d of %s",
-			tcpOpNames[h.op], h.count, tcpDTypeName(h.dtype), s.count, tcpDTypeName(s.dtype)))
-		return false
-	}
-	if int(h.len) != len(s.buf) {
-		p.w.fail(p.rank, fmt.Errorf("%w: %s segment of %d bytes, want %d", errTCPFrame, tcpOpNames[h.op], h.len, len(s.buf)))
-		return false
-	}
+	buf := tcpEarlyBuf(int(h.len))
+	p.early.Add(cost)
 	p.conn.SetReadDeadline(time.Now().Add(p.w.timeout))
-	if _, err := io.ReadFull(p.conn, s.buf); err != nil {
+	if _, err := io.ReadFull(p.conn, buf); err != nil {
 		p.readFailed(err)
 		return false
 	}
-	s.done <- nil
+	// A receive posted while the payload was read takes the frame now.
+	e := tcpEarly{h: h, data: buf, cost: cost}
+	l.cmu.Lock()
+	s := l.popSlot()
+	if s == nil {
+		l.early = append(l.early, e)
+	}
+	l.cmu.Unlock()
+	if s != nil {
+		if err := p.fill(s, e); err != nil {
+			p.w.fail(p.rank, err)
+			return false
+		}
+	}
 	return true
+}
+
+// fits reports whether cost more bytes may be held, own of those held
+// being the message they extend: a message alone may exceed earlyMax.
+func (p *tcpPeer) fits(cost, own int64) bool {
+	held := p.early.Load()
+	return held == own || held+cost <= p.earlyMax
+}
+
+// awaitRoom waits until a receive is posted or held bytes are taken, for
+// at most the world's timeout from its first call with *bound nil. It
+// returns false once the world has failed, failing it when the timeout
+// passes while what (a collective or message) waits.
+func (p *tcpPeer) awaitRoom(bound **time.Timer, what func() string) bool {
+	if *bound == nil {
+		*bound = time.NewTimer(p.w.timeout)
+	}
+	select {
+	case <-p.room:
+		return true
+	case <-p.w.dead:
+		(*bound).Stop()
+		return false
+	case <-(*bound).C:
+		p.w.fail(p.rank, fmt.Errorf("%s: no receive posted within %v while the peer's earlier messages hold %d bytes: %w",
+			what(), p.w.timeout, p.early.Load(), errTCPSilent))
+		return false
+	}
+}
+
+// holdMsg counts the frame h of the unexpected message m against earlyMax,
+// waiting for room when other messages hold it; false once the world has
+// failed.
+func (p *tcpPeer) holdMsg(m *tcpMsg, h tcpHeader) bool {
+	cost := int64(h.len)
+	if m.cost == 0 {
+		cost += tcpEarlyCost(0)
+	}
+	var bound *time.Timer
+	for !p.fits(cost, m.cost) {
+		if !p.awaitRoom(&bound, func() string { return fmt.Sprintf("point-to-point message with tag %d", h.tag) }) {
+			return false
+		}
+	}
+	if bound != nil {
+		bound.Stop()
+	}
+	p.early.Add(cost)
+	m.cost += cost
+	return true
+}
+
+// releaseMsg gives back what the unexpected message m held.
+func (p *tcpPeer) releaseMsg(m *tcpMsg) {
+	if m.cost > 0 {
+		p.early.Add(-m.cost)
+		p.wake()
+	}
 }
 
 // startMsg picks where a point-to-point message goes: a posted Recv with
@@ -650,6 +877,7 @@ func (p *tcpPeer) finishMsg(h tcpHeader, r *tcpRecv, m *tcpMsg) {
 		r := q[0]
 		tcpPopRecv(l, h.tag)
 		r.done <- tcpDeliver(r, m)
+		p.releaseMsg(m)
 		return
 	}
 	l.unexpected[h.tag] = append(l.unexpected[h.tag], m)

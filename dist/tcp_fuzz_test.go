@@ -50,8 +50,7 @@ func FuzzFrame(f *testing.F) {
 func tcpFuzzReader(t *testing.T, data []byte) {
 	local, remote := net.Pipe()
 	w := &tcpWorld{rank: 1, size: 2, timeout: time.Second, log: slog.New(slog.DiscardHandler), dead: make(chan struct{}), peers: make([]*tcpPeer, 2)}
-	p := &tcpPeer{w: w, rank: 0, conn: local, notify: make(chan struct{}, 1), lanes: map[uint32]*tcpLane{},
-		byeq: make(chan tcpHeader, 1), wdone: make(chan struct{})}
+	p := newTCPPeer(w, 0, local)
 	close(p.wdone)
 	w.peers[0] = p
 	go func() {
@@ -64,9 +63,8 @@ func tcpFuzzReader(t *testing.T, data []byte) {
 		defer close(posted)
 		s := &tcpSlot{buf: make([]byte, 16), op: tcpOpAllReduce, dtype: uint8(backend.Float32), seq: 1, count: 4, done: make(chan error, 1)}
 		for {
-			select {
-			case lane.post <- s:
-			case <-w.dead:
+			if err := lane.post(s); err != nil {
+				w.fail(0, err)
 				return
 			}
 			select {

@@ -241,7 +241,9 @@ func (c *tcpComm) drain() error {
 
 func (c *tcpComm) post(from int, s *tcpSlot, buf []byte) {
 	s.buf, s.op, s.dtype, s.seq, s.count = buf, c.opc, c.dt, c.seq, c.count
-	c.lanes[from].post <- s
+	if err := c.lanes[from].post(s); err != nil {
+		c.w.fail(c.ranks[from], err)
+	}
 }
 
 func (c *tcpComm) recv(from int, s *tcpSlot) error { return c.op.wait(s.done, c.ranks[from]) }
@@ -826,6 +828,7 @@ func (c *tcpComm) Recv(ctx context.Context, t *tensor.Tensor, from, tag int) err
 		}
 		p.mu.Unlock()
 		err := tcpDeliver(r, m)
+		p.releaseMsg(m)
 		r.buf = nil
 		tcpRecvPool.Put(r)
 		if err != nil {

@@ -494,3 +494,59 @@ func TestTCPConfigErrors(t *testing.T) {
 		t.Errorf("single-rank all-reduce changed the tensor: %v", got)
 	}
 }
+
+// TestTCPLateRank runs collectives where one rank always starts late, so
+// that its peers' frames arrive before its receives are posted and are
+// held until then: the results are those of ranks in step.
+func TestTCPLateRank(t *testing.T) {
+	t.Parallel()
+	const n, size = 3, 3 << 20 / 4 // 3 MB: each rank's chunk is two ring segments
+	comms := tcpFactory(t, n)
+	errs := tcpRun(comms, func(r int, c dist.Comm) error {
+		ctx := context.Background()
+		for round := range 3 {
+			if r == round%n {
+				time.Sleep(50 * time.Millisecond)
+			}
+			v := make([]float32, size)
+			for i := range v {
+				v[i] = float32(r + i%5)
+			}
+			x := tensor.FromSlice(v, nil)
+			if err := c.AllReduce(ctx, x, dist.Sum); err != nil {
+				return err
+			}
+			for i, got := range x.Float32s() {
+				if want := float32(0+1+2) + float32(3*(i%5)); got != want {
+					return fmt.Errorf("round %d: element %d is %v, want %v", round, i, got, want)
+				}
+			}
+			x.Release()
+			src := make([]float32, size)
+			if r == 1 {
+				for i := range src {
+					src[i] = float32(i % 7)
+				}
+			}
+			b := tensor.FromSlice(src, nil)
+			if err := c.Broadcast(ctx, b, 1); err != nil {
+				return err
+			}
+			for i, got := range b.Float32s() {
+				if want := float32(i % 7); got != want {
+					return fmt.Errorf("round %d: broadcast element %d is %v, want %v", round, i, got, want)
+				}
+			}
+			b.Release()
+			if err := c.Barrier(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+}

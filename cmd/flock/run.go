@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flockml/flock/dist"
 	"github.com/flockml/flock/dist/launch"
 )
 
@@ -21,7 +22,7 @@ import (
 type runOptions struct {
 	nproc, nnodes, nodeRank int
 	master                  string
-	grace                   time.Duration
+	grace, timeout          time.Duration
 }
 
 func runFlags(o *runOptions) *flag.FlagSet {
@@ -31,6 +32,7 @@ func runFlags(o *runOptions) *flag.FlagSet {
 	fs.IntVar(&o.nnodes, "nnodes", 1, "nodes of the job, each running flock run with the same --nproc")
 	fs.IntVar(&o.nodeRank, "node-rank", 0, "this node's index in [0, nnodes)")
 	fs.StringVar(&o.master, "master", "", "`HOST:PORT` of rank 0's rendezvous store (required for several nodes; default on one node: 127.0.0.1 and a free port)")
+	fs.DurationVar(&o.timeout, "timeout", 0, "the ranks' "+dist.TimeoutEnv+": how long rank 0 waits for the others to join and a silent peer may take before the job fails, a `DURATION` (default: the environment's "+dist.TimeoutEnv+", else "+strings.TrimSuffix(dist.DefaultTimeout.String(), "0s")+")")
 	fs.DurationVar(&o.grace, "grace", launch.DefaultGrace, "time between asking the ranks to stop (SIGTERM or a forwarded signal) and SIGKILL, a `DURATION` such as 30s or 2m")
 	return fs
 }
@@ -73,7 +75,7 @@ Flags:
 			name = "VALUE"
 		}
 		head := "--" + f.Name + " " + name
-		if f.DefValue != "" && f.DefValue != "0" || f.Name == "node-rank" {
+		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "0s" || f.Name == "node-rank" {
 			use += " (default " + f.DefValue + ")"
 		}
 		fmt.Fprintf(w, "  %s\n\t%s\n", head, use)
@@ -106,6 +108,13 @@ func runLaunch(args []string, stdout, stderr io.Writer) int {
 	if o.grace <= 0 {
 		return runUsageError(stderr, "grace %v: want > 0", o.grace)
 	}
+	if o.timeout < 0 {
+		return runUsageError(stderr, "timeout %v: want > 0", o.timeout)
+	}
+	var env []string
+	if o.timeout > 0 {
+		env = append(os.Environ(), dist.TimeoutEnv+"="+o.timeout.String())
+	}
 	program := fs.Arg(0)
 	if program == "flock" {
 		// The flock that runs, when none is installed in PATH.
@@ -127,6 +136,7 @@ func runLaunch(args []string, stdout, stderr io.Writer) int {
 		Master:   o.master,
 		Program:  program,
 		Args:     fs.Args()[1:],
+		Env:      env,
 		Stdout:   stdout,
 		Stderr:   stderr,
 		Signals:  sigs,

@@ -4,13 +4,19 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"net"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/flockml/flock/dist"
 )
 
 // TestRunUsage checks flock run's help and its refusals of bad command
@@ -28,6 +34,8 @@ func TestRunUsage(t *testing.T) {
 		{"bad master", []string{"run", "--master", "h", "--", "true"}, exitUsage, nil, []string{`master "h": want HOST:PORT`}, false},
 		{"zero grace", []string{"run", "--grace", "0s", "--", "true"}, exitUsage, nil, []string{"grace 0s: want > 0"}, false},
 		{"bad grace", []string{"run", "--grace", "soon", "--", "true"}, exitUsage, nil, []string{`invalid value "soon" for flag -grace`}, false},
+		{"help timeout", []string{"run", "--help"}, exitOK, []string{"--timeout DURATION", "FLOCK_TIMEOUT"}, nil, false},
+		{"negative timeout", []string{"run", "--timeout", "-1s", "--", "true"}, exitUsage, nil, []string{"timeout -1s: want > 0"}, false},
 		{"program not found", []string{"run", "--", "no-such-program-flock"}, exitFailure, nil, []string{"flock run: ", "no-such-program-flock"}, false},
 	})
 }
@@ -97,5 +105,73 @@ func TestRunInterrupt(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "flock run: interrupted: forwarded signal 2 (interrupt) to the ranks") {
 		t.Errorf("stderr %q does not report the interruption", stderr.String())
+	}
+}
+
+// TestRunTimeout checks that flock run --timeout reaches the ranks as
+// FLOCK_TIMEOUT.
+func TestRunTimeout(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"run", "--nproc", "2", "--timeout", "42s", "--", "sh", "-c", `echo "timeout $FLOCK_TIMEOUT"`}, &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("exit status %d: %s", code, stderr.String())
+	}
+	if got, want := sortedLines(stdout.String()), []string{"[0] timeout 42s", "[1] timeout 42s"}; !slices.Equal(got, want) {
+		t.Errorf("stdout %q, want %q", got, want)
+	}
+}
+
+// TestTrainRendezvousTimeout runs rank 0 of a two-rank job whose rank 1
+// never comes: flock train gives up after --timeout, or FLOCK_TIMEOUT,
+// naming the missing rank while it waits and when it fails.
+func TestTrainRendezvousTimeout(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	t.Setenv("RANK", "0")
+	t.Setenv("WORLD_SIZE", "2")
+	t.Setenv("MASTER_ADDR", "127.0.0.1")
+	t.Setenv("MASTER_PORT", strconv.Itoa(port))
+	t.Setenv("FLOCK_JOB_TOKEN", "rendezvous-test-token-0123456789")
+	args := []string{"train", "--data", filepath.Join(ffcvTestdata, "fmnist_500_ndarray.beton"), "--model", "mlp", "--epochs", "1", "--batch-size", "50"}
+	for _, c := range []struct {
+		name string
+		args []string
+		env  string
+	}{
+		{"flag", []string{"--timeout", "1500ms"}, "10m"},
+		{"environment", nil, "1.5s"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("FLOCK_TIMEOUT", c.env)
+			// A connection with the wrong token, refused and logged.
+			refused := make(chan error, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				_, err := dist.DialStore(ctx, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dist.StoreConfig{Token: []byte("not the job token")})
+				refused <- err
+			}()
+			var stdout, stderr bytes.Buffer
+			start := time.Now()
+			code := run(append(slices.Clone(args), c.args...), &stdout, &stderr)
+			if err := <-refused; err == nil {
+				t.Error("a connection with the wrong token was accepted")
+			}
+			if code != exitFailure {
+				t.Fatalf("exit status %d, want %d: %s", code, exitFailure, stderr.String())
+			}
+			if took := time.Since(start); took > 20*time.Second {
+				t.Errorf("gave up after %v, want about 1.5s", took)
+			}
+			for _, want := range []string{"flock train: dist: init: waiting for ranks to join", "missing=[1]", "rank 1 never registered", "refused connection", "wrong token"} {
+				if !strings.Contains(stderr.String(), want) {
+					t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+				}
+			}
+		})
 	}
 }

@@ -48,7 +48,8 @@ type trainOptions struct {
 	// stream shapes the streaming of .beton data.
 	stream streamOptions
 	// device is --device: cpu, cuda or cuda:N.
-	device string
+	device  string
+	timeout time.Duration
 }
 
 // defaultTrainOptions returns flock train's options before its flags.
@@ -87,6 +88,7 @@ func trainFlags(cfg *train.Config, o *trainOptions) *flag.FlagSet {
 	fs.IntVar(&cfg.TrainImages, "train-images", cfg.TrainImages, "train on the first `N` training images only (0: all)")
 	fs.IntVar(&o.stopAfter, "stop-after", o.stopAfter, "stop after `STEP` steps of the run (the schedule still spans --epochs), writing the checkpoint to continue from with --resume (0: run to the end)")
 	fs.IntVar(&o.divergedSteps, "diverged-steps", o.divergedSteps, "stop with an error once the training loss has been NaN or infinite for `N` steps in a row (0: keep going)")
+	fs.DurationVar(&o.timeout, "timeout", o.timeout, "in a job of several processes (flock run, torchrun, SLURM): how long rank 0 waits for the others to join and a silent peer may take before the run fails, a `DURATION` such as 90s or 10m (default: $"+dist.TimeoutEnv+", else "+strings.TrimSuffix(dist.DefaultTimeout.String(), "0s")+")")
 	fs.IntVar(&o.workers, "workers", o.workers, "workers in this process, `K` goroutines each taking --batch-size images per step and cooperating by --strategy")
 	streamFlags(fs, &o.stream)
 	deviceFlag(fs, &o.device)
@@ -214,7 +216,7 @@ Flags:
 			head += " " + name
 		}
 		def := ""
-		if f.DefValue != "" && f.DefValue != "false" {
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0s" {
 			def = " (default " + f.DefValue + ")"
 		}
 		fmt.Fprintf(w, "  %-22s %s%s\n", head, use, def)
@@ -297,6 +299,9 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 	if _, err := parseDevice(o.device); err != nil {
 		return usageError(stderr, "%v", err)
 	}
+	if o.timeout < 0 {
+		return usageError(stderr, "timeout %v: want > 0", o.timeout)
+	}
 	if o.testData != "" && !strings.HasSuffix(o.data, ".beton") {
 		return usageError(stderr, "--test-data %s needs --data TRAIN.beton", o.testData)
 	}
@@ -369,7 +374,7 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 		// JointSpar saves work on one worker too.
 		comms = dist.NewLocal(o.workers)
 	case launched:
-		c, err := dist.Init(ctx, env, dist.InitOptions{})
+		c, err := dist.Init(ctx, env, dist.InitOptions{Timeout: o.timeout, Logger: commandLogger(stderr, "flock train")})
 		if err != nil {
 			fmt.Fprintf(stderr, "flock train: rank %d of %d: %v\n", env.Rank, env.Size, err)
 			if ctx.Err() != nil {
