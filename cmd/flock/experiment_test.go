@@ -159,7 +159,7 @@ func TestExperimentDryRun(t *testing.T) {
 		has   string
 	}{
 		{nil, 3 * len(strategyGrid), "dmsgd-one-peer/seed3   flock train --model cnn --workers 8 --epochs 3"},
-		{[]string{"--quick"}, len(quickStrategies), "--workers 2 --epochs 1 --batch-size 128 --seed 1 --eval-every 1 --log-every 0 --train-images 2048 --strategy dp"},
+		{[]string{"--quick"}, len(quickStrategies), "--workers 2 --epochs 1 --batch-size 128 --seed 1 --eval-every 1 --log-every 0 --lr 0.05 --train-images 2048 --strategy dp"},
 		{[]string{"--model", "resnet20", "--seeds", "4", "--strategies", "jointspar-lars,swarm-q8"}, 2, "--model resnet20"},
 	} {
 		var stdout, stderr bytes.Buffer
