@@ -85,8 +85,8 @@ var strategyGrid = []gridStrategy{
 // communication pattern, and a schedule whose H changes.
 var quickStrategies = []string{"dp", "local-h2", "local-qsr", "dmsgd-exp", "swarm"}
 
-// The defaults of the full grid, sized to run in about 90 minutes on two
-// cores (see experimentHelp).
+// The defaults of the full grid: about 15 minutes on two idle cores, well
+// inside the 90 that a full grid may take (see experimentHelp).
 const (
 	expDefaultEpochs = 3
 	expDefaultSeeds  = "1,2,3"
@@ -154,8 +154,8 @@ The grid (flags added to each run's):
 Every run: --model MODEL --workers K --epochs E --batch-size B --seed S
 --eval-every 1 --lr 0.05 (a strategy's own --lr overrides it), otherwise
 flock train's defaults (Nesterov SGD, cosine schedule). The defaults, 16 strategies × 3 seeds × %d epochs of the
-CNN on 8 workers, are sized for about 90 minutes on two idle cores;
-ResNet-20's steps cost many times more.
+CNN on 8 workers, take about 15 minutes on two idle cores; ResNet-20's
+steps cost many times more.
 
 Projection: a run of S steps with N synchronizations costs
 S·t_step + N·T_sync on P nodes, where T_sync is a ring (or halving-doubling)
