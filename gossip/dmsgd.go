@@ -164,19 +164,13 @@ func (d *DmSGD) Setup(s *train.StepContext) error {
 		return errors.New("dmsgd: Setup called twice")
 	}
 	d.optName = optim.Name(s.Optimizer)
-	for _, p := range s.Params {
-		if p.Param.RequiresGrad() {
-			d.params = append(d.params, p)
-			d.gradBytes += int64(p.Param.Value.NumElements() * p.Param.Value.DType().Size())
-		}
-	}
-	if len(d.params) == 0 {
-		return errors.New("dmsgd: the model has no parameter that requires a gradient")
+	var err error
+	if d.gradBytes, err = d.collect(s.Params, "dmsgd"); err != nil {
+		return err
 	}
 	before := d.meter.Traffic()
 	ctx, cancel := context.WithCancel(d.ctx)
 	defer cancel()
-	var err error
 	if d.loaded {
 		err = train.CheckSameModel(ctx, d.meter, s)
 	} else {

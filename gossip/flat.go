@@ -21,6 +21,22 @@ type flatModel struct {
 	inPlace bool
 }
 
+// collect takes the parameters that require a gradient and returns their
+// bytes; who prefixes its error when there is none.
+func (f *flatModel) collect(params []nn.NamedParameter, who string) (int64, error) {
+	var n int64
+	for _, p := range params {
+		if p.Param.RequiresGrad() {
+			f.params = append(f.params, p)
+			n += int64(p.Param.Value.NumElements() * p.Param.Value.DType().Size())
+		}
+	}
+	if len(f.params) == 0 {
+		return 0, fmt.Errorf("%s: the model has no parameter that requires a gradient", who)
+	}
+	return n, nil
+}
+
 // layout allocates flat and its views for f.params and returns each
 // parameter's number of elements; who prefixes its errors.
 func (f *flatModel) layout(who string) ([]int, error) {

@@ -330,14 +330,9 @@ func (w *Swarm) Setup(s *train.StepContext) error {
 		return errors.New("swarm: resuming a run is not supported")
 	}
 	w.optName = optim.Name(s.Optimizer)
-	for _, p := range s.Params {
-		if p.Param.RequiresGrad() {
-			w.params = append(w.params, p)
-			w.gradBytes += int64(p.Param.Value.NumElements() * p.Param.Value.DType().Size())
-		}
-	}
-	if len(w.params) == 0 {
-		return errors.New("swarm: the model has no parameter that requires a gradient")
+	var err error
+	if w.gradBytes, err = w.collect(s.Params, "swarm"); err != nil {
+		return err
 	}
 	if dt := w.params[0].Param.Value.DType(); dt != tensor.Float32 {
 		return fmt.Errorf("swarm: parameters are %v; Swarm exchanges float32 models", dt)
