@@ -93,7 +93,7 @@ func trainFlags(cfg *train.Config, o *trainOptions) *flag.FlagSet {
 	streamFlags(fs, &o.stream)
 	deviceFlag(fs, &o.device)
 	sc := &cfg.Strategy
-	fs.StringVar(&sc.Name, "strategy", sc.Name, "how the workers cooperate: dp (gradients averaged every step), local (Local SGD/AdamW/LARS: parameters averaged every H steps), diloco (outer Nesterov SGD on the averaged change every H steps)")
+	fs.StringVar(&sc.Name, "strategy", sc.Name, "how the workers cooperate: dp (gradients averaged every step), local (Local SGD/AdamW/LARS: parameters averaged every H steps), diloco (outer Nesterov SGD on the averaged change every H steps), dmsgd (each worker averages with its --topology neighbours), swarm (pairwise averaging with one partner at a time), jointspar (data parallel over a sample of the layers)")
 	fs.StringVar(&sc.Sync, "sync", sc.Sync, "how local and diloco choose H each round: constant (--h), post-local (H = 1, then --h after --post-local-switch), power (max(Hbase, ⌊(α/η)^γ⌋)), qsr (power with γ = 2)")
 	fs.IntVar(&sc.H, "h", sc.H, "`H` of the constant and post-local rules")
 	fs.IntVar(&sc.HBase, "h-base", sc.HBase, "`Hbase` of the power and qsr rules (also their H during the warm-up)")
