@@ -214,8 +214,8 @@ func TestLoadCIFARErrors(t *testing.T) {
 	}{
 		{"classes", CIFAROptions{Classes: 20, Dir: empty}, "CIFAR with 20 classes: want 10 or 100"},
 		{"no dir", CIFAROptions{Classes: 10}, "no directory given"},
-		{"missing", CIFAROptions{Classes: 100, Dir: empty}, "neither cifar-100-binary.tar.gz nor the files of cifar-100-binary in " + empty},
-		{"python version", CIFAROptions{Classes: 10, Dir: withPython}, "cifar-10-python.tar.gz is the python version"},
+		{"missing", CIFAROptions{Classes: 100, Dir: empty}, "neither cifar-100-binary.tar.gz, cifar-100-python.tar.gz nor the files of cifar-100-binary or cifar-100-python in " + empty},
+		{"python archive", CIFAROptions{Classes: 10, Dir: withPython}, "cifar-10-python.tar.gz: unexpected EOF"},
 		{"truncated", CIFAROptions{Classes: 10, Dir: truncated}, "test_batch.bin: 100 bytes, want records of 3073 bytes"},
 		{"label", CIFAROptions{Classes: 10, Dir: badLabel}, "record 1: label 10 of 10 classes"},
 	} {

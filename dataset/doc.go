@@ -22,10 +22,13 @@
 // # CIFAR
 //
 // LoadCIFAR returns the CIFAR-10 or CIFAR-100 (fine labels) training (50000)
-// and test (10000) sets of 32×32 RGB images from the binary version its
-// authors publish, read from the .tar.gz archive or its extracted files in a
-// directory; it can download the archive (CIFAROptions.Download), checking
-// its SHA-256 before it is renamed into place.
+// and test (10000) sets of 32×32 RGB images from the binary or the python
+// version its authors publish, read from the .tar.gz archive or its
+// extracted files in a directory; it can download the binary archive
+// (CIFAROptions.Download), checking its SHA-256 before it is renamed into
+// place. The python version's pickles are read by a restricted decoder that
+// builds only dicts, lists, strings, ints and numpy uint8 arrays and calls
+// no code: any other global a pickle names is an error.
 //
 // # IDX files
 //

@@ -50,12 +50,14 @@ Sources:
                  --compress-probability 0.5 to trade disk for decoding.
   cifar10, cifar100
                  CIFAR-10 or CIFAR-100 (fine labels): 50000 training or
-                 10000 test images of 32×32×3 from the binary version its
-                 authors publish: DIR holds cifar-10-binary.tar.gz
-                 (cifar-100-binary.tar.gz) or its extracted files;
-                 --download fetches the archive into DIR from
-                 https://www.cs.toronto.edu/~kriz/ and checks its SHA-256.
-                 The python version (pickles) is not read.
+                 10000 test images of 32×32×3 from the binary or python
+                 version its authors publish: DIR holds
+                 cifar-10-binary.tar.gz or cifar-10-python.tar.gz
+                 (cifar-100-binary.tar.gz, cifar-100-python.tar.gz) or its
+                 extracted files (the python version's pickles are read
+                 as data, running no code); --download fetches the binary
+                 archive into DIR from https://www.cs.toronto.edu/~kriz/
+                 and checks its SHA-256.
   synthetic      generated photo-like RGB images (label i mod 10), for
                  benchmarks: flock convert synthetic /tmp/s.beton --n 2000
                  --size 256x256 --write-mode jpg --jpeg-quality 90

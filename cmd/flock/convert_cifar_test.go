@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -68,7 +69,33 @@ func TestConvertCIFAR(t *testing.T) {
 
 	runCLICases(t, []cliCase{
 		{"split", []string{"convert", "cifar100", dir, out, "--split", "val"}, exitUsage, nil, []string{`split "val": want train or test`}, false},
-		{"missing", []string{"convert", "cifar100", dir, out}, exitFailure, nil, []string{"neither cifar-100-binary.tar.gz nor the files of cifar-100-binary", "--download"}, false},
+		{"missing", []string{"convert", "cifar100", dir, out}, exitFailure, nil, []string{"neither cifar-100-binary.tar.gz, cifar-100-python.tar.gz nor the files of cifar-100-binary or cifar-100-python", "--download"}, false},
 		{"arguments", []string{"convert", "cifar10", dir}, exitUsage, nil, []string{"cifar10: want DIR and OUT.beton"}, false},
 	})
+}
+
+// TestConvertCIFARPython converts dataset's committed CIFAR-100 python
+// version (pickles) and checks that the .beton file holds its images.
+func TestConvertCIFARPython(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join("..", "..", "dataset", "testdata", "cifar-python", "p5-str")
+	want, _, err := dataset.LoadCIFAR(context.Background(), dataset.CIFAROptions{Classes: 100, Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "train.beton")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"convert", "cifar100", dir, out}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit status %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "3 samples of CIFAR-100") {
+		t.Errorf("output %q", stdout.String())
+	}
+	got, err := ffcv.ReadImages(context.Background(), out, ffcv.ReadImagesOptions{NumClasses: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.N != 3 || !bytes.Equal(got.Pixels, want.Pixels) || !slices.Equal(got.Labels, want.Labels) {
+		t.Fatalf("converted: %d images, pixels equal %v, labels %v, want %v", got.N, bytes.Equal(got.Pixels, want.Pixels), got.Labels, want.Labels)
+	}
 }
