@@ -460,11 +460,20 @@ func TestDecodeAllocs(t *testing.T) {
 		for _, denom := range []int{1, 2} {
 			for _, ch := range []int{3, 1} {
 				dst := decodeWith(t, d, jpg, denom, ch)
-				n := testing.AllocsPerRun(10, func() {
-					if err := d.Decode(dst, jpg, denom); err != nil {
-						t.Fatal(err)
+				// A Decode that allocates does so in every measurement;
+				// one measurement of three may catch the runtime's own
+				// allocation on a loaded machine (seen once in CI).
+				var n float64
+				for range 3 {
+					n = testing.AllocsPerRun(10, func() {
+						if err := d.Decode(dst, jpg, denom); err != nil {
+							t.Fatal(err)
+						}
+					})
+					if n == 0 {
+						break
 					}
-				})
+				}
 				if n != 0 {
 					t.Errorf("%s 1/%d %d channels: %v allocations per Decode", backend, denom, ch, n)
 				}
