@@ -16,6 +16,7 @@ import (
 	"github.com/flockml/flock/dist/commtest"
 	"github.com/flockml/flock/gossip"
 	"github.com/flockml/flock/nn"
+	"github.com/flockml/flock/nn/nntest"
 	"github.com/flockml/flock/tensor"
 	"github.com/flockml/flock/train"
 )
@@ -61,16 +62,6 @@ type snap struct {
 	pre, post map[string][]float32
 }
 
-func params(ps []nn.NamedParameter) map[string][]float32 {
-	out := map[string][]float32{}
-	for _, p := range ps {
-		c := p.Param.Value.Contiguous()
-		out[p.Name] = slices.Clone(c.Float32s())
-		c.Release()
-	}
-	return out
-}
-
 // dmWatch records DmSGD's steps; it keeps every method of DmSGD.
 type dmWatch struct {
 	*gossip.DmSGD
@@ -78,11 +69,11 @@ type dmWatch struct {
 }
 
 func (w *dmWatch) AfterStep(s *train.StepContext) error {
-	pre, k := params(s.Params), w.Mixings()
+	pre, k := nntest.Values(s.Params), w.Mixings()
 	if err := w.DmSGD.AfterStep(s); err != nil {
 		return err
 	}
-	w.snaps = append(w.snaps, snap{s.Step, k, w.Mixings() > k, pre, params(s.Params)})
+	w.snaps = append(w.snaps, snap{s.Step, k, w.Mixings() > k, pre, nntest.Values(s.Params)})
 	return nil
 }
 
@@ -98,7 +89,7 @@ func (w *stepWatch) AfterStep(s *train.StepContext) error {
 	if err := w.Strategy.AfterStep(s); err != nil {
 		return err
 	}
-	w.snaps = append(w.snaps, snap{step: s.Step, post: params(s.Params)})
+	w.snaps = append(w.snaps, snap{step: s.Step, post: nntest.Values(s.Params)})
 	return nil
 }
 
@@ -182,7 +173,7 @@ func runK(t *testing.T, cfg train.Config, data *dataset.Images, k int, comms []d
 					errs[r] = tr.SaveCheckpoint(ckpt)
 				}
 				o.snaps = append(o.snaps, s.(interface{ snapshots() []snap }).snapshots()...)
-				o.final = params(tr.Model().NamedParameters())
+				o.final = nntest.Values(tr.Model().NamedParameters())
 				o.stats = s.(train.CommReporter).CommStats()
 			})
 		}
@@ -208,26 +199,6 @@ func runK(t *testing.T, cfg train.Config, data *dataset.Images, k int, comms []d
 	return out
 }
 
-// maxDiff returns the largest |a−b| / (1 + |a|) over the parameters.
-func maxDiff(a, b map[string][]float32) float64 {
-	d := 0.0
-	for name, x := range a {
-		for i, v := range x {
-			d = max(d, math.Abs(float64(v)-float64(b[name][i]))/(1+math.Abs(float64(v))))
-		}
-	}
-	return d
-}
-
-func equal(a, b map[string][]float32) bool {
-	for name, x := range a {
-		if !slices.EqualFunc(x, b[name], func(u, v float32) bool { return math.Float32bits(u) == math.Float32bits(v) }) {
-			return false
-		}
-	}
-	return len(a) == len(b)
-}
-
 // TestDmSGDFullIsDataParallel checks that DmSGD over the fully connected
 // graph (W = 11ᵀ/n) takes data-parallel SGD's steps, step for step,
 // without momentum as strategies.md states and with it (the momenta's
@@ -250,14 +221,14 @@ func TestDmSGDFullIsDataParallel(t *testing.T) {
 				}
 				for i := range dp[0].snaps {
 					for r := range k {
-						if d := maxDiff(dp[0].snaps[i].post, dm[r].snaps[i].post); d > 2e-6 {
+						if d := nntest.MaxDiff(dp[0].snaps[i].post, dm[r].snaps[i].post); d > 2e-6 {
 							t.Fatalf("step %d: rank %d of DmSGD differs from data parallel by %.3g", i, r, d)
 						}
 					}
 				}
 				if k == 4 {
 					ring := runK(t, cfg, data, k, nil, dmsgd(gossip.Ring(k), 1), 0, "")
-					if d := maxDiff(dp[0].final, ring[0].final); d < 1e-5 {
+					if d := nntest.MaxDiff(dp[0].final, ring[0].final); d < 1e-5 {
 						t.Errorf("DmSGD over a ring of 4 ends within %.3g of data parallel", d)
 					}
 				}
@@ -298,7 +269,7 @@ func TestDmSGDMixing(t *testing.T) {
 				}
 				if !s.mixed {
 					for r := range k {
-						if !equal(runs[r].snaps[i].pre, runs[r].snaps[i].post) {
+						if !nntest.Equal(runs[r].snaps[i].pre, runs[r].snaps[i].post) {
 							t.Fatalf("step %d: rank %d's parameters changed without a mixing", s.step, r)
 						}
 					}
@@ -389,11 +360,11 @@ func TestDmSGDTransports(t *testing.T) {
 			want := runK(t, cfg, data, k, nil, dmsgd(topo, 1), 0, "")
 			got := runK(t, cfg, data, k, commtest.Loopback(t, k, false), dmsgd(topo, 1), 0, "")
 			for r := range k {
-				if !equal(want[r].final, got[r].final) {
-					t.Errorf("rank %d: parameters over TCP differ from the in-process run's by %.3g", r, maxDiff(want[r].final, got[r].final))
+				if !nntest.Equal(want[r].final, got[r].final) {
+					t.Errorf("rank %d: parameters over TCP differ from the in-process run's by %.3g", r, nntest.MaxDiff(want[r].final, got[r].final))
 				}
 			}
-			if k == 4 && equal(want[0].final, want[1].final) {
+			if k == 4 && nntest.Equal(want[0].final, want[1].final) {
 				t.Errorf("ranks 0 and 1 end equal: the run does not tell mixings apart")
 			}
 		})
@@ -412,7 +383,7 @@ func TestDmSGDResume(t *testing.T) {
 	whole := runK(t, cfg, data, k, nil, mk, 0, "")
 	parts := runK(t, cfg, data, k, nil, mk, 7, filepath.Join(t.TempDir(), "run.ckpt"))
 	for r := range k {
-		if !equal(whole[r].final, parts[r].final) {
+		if !nntest.Equal(whole[r].final, parts[r].final) {
 			t.Errorf("rank %d: final parameters differ after resuming", r)
 		}
 	}
@@ -631,10 +602,10 @@ type evalProbe struct {
 }
 
 func (p *evalProbe) BeforeEval(s *train.StepContext) (func() error, error) {
-	p.mine = append(p.mine, params(s.Params))
+	p.mine = append(p.mine, nntest.Values(s.Params))
 	restore, err := p.DmSGD.BeforeEval(s)
 	if err == nil {
-		p.seen = append(p.seen, params(s.Params))
+		p.seen = append(p.seen, nntest.Values(s.Params))
 	}
 	return restore, err
 }
@@ -677,7 +648,7 @@ func TestDmSGDEvaluatesAverage(t *testing.T) {
 				if _, err := tr.Run(context.Background()); err != nil {
 					t.Errorf("rank %d: %v", r, err)
 				}
-				finals[r] = params(tr.Model().NamedParameters())
+				finals[r] = nntest.Values(tr.Model().NamedParameters())
 				stats[r] = d.CommStats()
 			})
 		}
@@ -690,7 +661,7 @@ func TestDmSGDEvaluatesAverage(t *testing.T) {
 		t.Fatalf("%d and %d evaluations prepared, want %d", len(probes[0].seen), len(probes[1].seen), cfg.Epochs)
 	}
 	for e := range cfg.Epochs {
-		if equal(probes[0].mine[e], probes[1].mine[e]) {
+		if nntest.Equal(probes[0].mine[e], probes[1].mine[e]) {
 			t.Fatalf("epoch %d: the workers hold the same parameters; the test cannot tell an average", e+1)
 		}
 		for name, a := range probes[0].mine[e] {
@@ -706,7 +677,7 @@ func TestDmSGDEvaluatesAverage(t *testing.T) {
 		}
 	}
 	for r := range k {
-		if !equal(with[r], without[r]) {
+		if !nntest.Equal(with[r], without[r]) {
 			t.Errorf("rank %d: evaluating changed the run", r)
 		}
 	}

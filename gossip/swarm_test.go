@@ -15,6 +15,7 @@ import (
 	"github.com/flockml/flock/dist"
 	"github.com/flockml/flock/gossip"
 	"github.com/flockml/flock/nn"
+	"github.com/flockml/flock/nn/nntest"
 	"github.com/flockml/flock/tensor"
 	"github.com/flockml/flock/train"
 )
@@ -310,10 +311,10 @@ func TestSwarmSequentialIsReproducible(t *testing.T) {
 		b := runK(t, cfg, data, 4, nil, mk(1, bits), 0, "")
 		c := runK(t, cfg, data, 4, nil, mk(2, bits), 0, "")
 		for r := range a {
-			if !equal(a[r].final, b[r].final) {
-				t.Fatalf("bits %d rank %d: two runs with one seed differ by %g", bits, r, maxDiff(a[r].final, b[r].final))
+			if !nntest.Equal(a[r].final, b[r].final) {
+				t.Fatalf("bits %d rank %d: two runs with one seed differ by %g", bits, r, nntest.MaxDiff(a[r].final, b[r].final))
 			}
-			if equal(a[r].final, c[r].final) {
+			if nntest.Equal(a[r].final, c[r].final) {
 				t.Fatalf("bits %d rank %d: seeds 1 and 2 give the same model", bits, r)
 			}
 			if a[r].stats.Syncs == 0 {

@@ -18,6 +18,7 @@ import (
 	"github.com/flockml/flock/dist/commtest"
 	"github.com/flockml/flock/localopt"
 	"github.com/flockml/flock/nn"
+	"github.com/flockml/flock/nn/nntest"
 	"github.com/flockml/flock/optim"
 	"github.com/flockml/flock/tensor"
 	"github.com/flockml/flock/train"
@@ -81,7 +82,7 @@ func (w *watch) AfterStep(s *train.StepContext) error {
 	var before map[string][]float32
 	if p, ok := w.Strategy.(interface{ Period() (int, int) }); ok {
 		if start, h := p.Period(); s.Step+1 == start+h {
-			before = params(s.Params)
+			before = nntest.Values(s.Params)
 		}
 	}
 	if err := w.Strategy.AfterStep(s); err != nil {
@@ -92,7 +93,7 @@ func (w *watch) AfterStep(s *train.StepContext) error {
 		start, _ := p.Period()
 		synced = start == s.Step+1
 	}
-	w.snaps = append(w.snaps, snapshot{s.Step, synced, params(s.Params), before, momentum(s.Optimizer)})
+	w.snaps = append(w.snaps, snapshot{s.Step, synced, nntest.Values(s.Params), before, momentum(s.Optimizer)})
 	return nil
 }
 
@@ -128,16 +129,6 @@ func momentum(o optim.Optimizer) map[string][]float32 {
 			out[k] = slices.Clone(t.Float32s())
 		}
 		t.Release()
-	}
-	return out
-}
-
-func params(ps []nn.NamedParameter) map[string][]float32 {
-	out := map[string][]float32{}
-	for _, p := range ps {
-		c := p.Param.Value.Contiguous()
-		out[p.Name] = slices.Clone(c.Float32s())
-		c.Release()
 	}
 	return out
 }
@@ -200,7 +191,7 @@ func runK(t *testing.T, cfg train.Config, data, test *dataset.Images, k int, mk 
 					o.err = tr.SaveCheckpoint(ckpt)
 				}
 				o.snaps = append(o.snaps, w.snaps...)
-				o.final = params(tr.Model().NamedParameters())
+				o.final = nntest.Values(tr.Model().NamedParameters())
 				o.stats = w.CommStats()
 			})
 		}
@@ -245,28 +236,6 @@ func diloco(sched localopt.SyncSchedule, outer localopt.OuterOptions) func(dist.
 	}
 }
 
-// maxDiff returns the largest |a−b| / (1 + |a|) over the parameters.
-func maxDiff(a, b map[string][]float32) float64 {
-	d := 0.0
-	for name, x := range a {
-		for i, v := range x {
-			d = max(d, math.Abs(float64(v)-float64(b[name][i]))/(1+math.Abs(float64(v))))
-		}
-	}
-	return d
-}
-
-func equal(a, b map[string][]float32) bool {
-	for name, x := range a {
-		for i, v := range x {
-			if math.Float32bits(v) != math.Float32bits(b[name][i]) {
-				return false
-			}
-		}
-	}
-	return len(a) == len(b)
-}
-
 // TestH1IsDataParallel checks that K workers with H = 1 and momentum-free
 // SGD take the steps of data-parallel SGD, step for step.
 func TestH1IsDataParallel(t *testing.T) {
@@ -284,7 +253,7 @@ func TestH1IsDataParallel(t *testing.T) {
 				t.Fatalf("%d and %d steps, want 12", len(loc[0].snaps), len(dp[0].snaps))
 			}
 			for i, s := range loc[0].snaps {
-				if d := maxDiff(dp[0].snaps[i].params, s.params); d > 2e-6 {
+				if d := nntest.MaxDiff(dp[0].snaps[i].params, s.params); d > 2e-6 {
 					t.Errorf("step %d: local H = 1 differs from data parallel by %.3g", i, d)
 				}
 			}
@@ -296,7 +265,7 @@ func TestH1IsDataParallel(t *testing.T) {
 			dp = runK(t, cfg, data, nil, k, func(c dist.Comm) train.Strategy {
 				return train.NewDataParallel(c, train.DataParallelOptions{})
 			}, 0, "")
-			if d := maxDiff(dp[0].final, loc[0].final); d < 1e-4 {
+			if d := nntest.MaxDiff(dp[0].final, loc[0].final); d < 1e-4 {
 				t.Errorf("Local AdamW with H = 1 matches parallel AdamW (%.3g): per-worker state is not per worker", d)
 			}
 		})
@@ -327,7 +296,7 @@ func TestSyncBitIdentical(t *testing.T) {
 			var syncs, apart int
 			for i, s := range runs[0].snaps {
 				for r := 1; r < k; r++ {
-					same := equal(s.params, runs[r].snaps[i].params)
+					same := nntest.Equal(s.params, runs[r].snaps[i].params)
 					switch {
 					case s.synced && !same:
 						t.Errorf("step %d: rank %d differs from rank 0 after a synchronization", s.step, r)
@@ -345,7 +314,7 @@ func TestSyncBitIdentical(t *testing.T) {
 			// Momentum is averaged with the parameters only when asked.
 			if name == "local" || name == "local+state" {
 				last := len(runs[0].snaps) - 1
-				same := equal(runs[0].snaps[last].momentum, runs[1].snaps[last].momentum)
+				same := nntest.Equal(runs[0].snaps[last].momentum, runs[1].snaps[last].momentum)
 				if len(runs[0].snaps[last].momentum) == 0 || same != (name == "local+state") {
 					t.Errorf("after the last synchronization the workers' momentum buffers are equal: %v", same)
 				}
@@ -369,13 +338,13 @@ func TestDiLoCoOuterLR1IsLocal(t *testing.T) {
 	loc := runK(t, cfg, data, nil, 2, local(sched), 0, "")
 	dl := runK(t, cfg, data, nil, 2, diloco(sched, localopt.OuterOptions{LR: 1}), 0, "")
 	for i, s := range loc[0].snaps {
-		if d := maxDiff(s.params, dl[0].snaps[i].params); d > 1e-6 {
+		if d := nntest.MaxDiff(s.params, dl[0].snaps[i].params); d > 1e-6 {
 			t.Fatalf("step %d: DiLoCo with outer lr 1 differs from Local SGD by %.3g", i, d)
 		}
 	}
 	// The default outer optimizer moves elsewhere.
 	dl = runK(t, cfg, data, nil, 2, diloco(sched, localopt.DefaultOuter()), 0, "")
-	if d := maxDiff(loc[0].final, dl[0].final); d < 1e-4 {
+	if d := nntest.MaxDiff(loc[0].final, dl[0].final); d < 1e-4 {
 		t.Errorf("DiLoCo with Nesterov outer momentum ends within %.3g of Local SGD", d)
 	}
 }
@@ -399,7 +368,7 @@ func TestResumeMidRound(t *testing.T) {
 				t.Fatalf("step 7 ends a round; the test wants one mid-round")
 			}
 			for r := range 2 {
-				if !equal(whole[r].final, parts[r].final) {
+				if !nntest.Equal(whole[r].final, parts[r].final) {
 					t.Errorf("rank %d: final parameters differ after resuming mid-round", r)
 				}
 			}
@@ -432,7 +401,7 @@ func TestEvalKeepsTrajectory(t *testing.T) {
 	with := runK(t, cfg, data, test, 2, mk, 0, "")
 	without := runK(t, cfg, data, nil, 2, mk, 0, "")
 	for r := range 2 {
-		if !equal(with[r].final, without[r].final) {
+		if !nntest.Equal(with[r].final, without[r].final) {
 			t.Errorf("rank %d: evaluating changed the trajectory", r)
 		}
 	}
@@ -724,7 +693,7 @@ func TestInterruptStopsAtSync(t *testing.T) {
 	}
 	resumed := runK(t, cfg, data, nil, k, mk, -1, ckpt)
 	for r := range k {
-		if !equal(whole[r].final, resumed[r].final) {
+		if !nntest.Equal(whole[r].final, resumed[r].final) {
 			t.Errorf("rank %d: resuming after the interruption does not reproduce the run", r)
 		}
 	}
@@ -744,7 +713,7 @@ func TestTransports(t *testing.T) {
 			for _, shm := range []bool{false, true} {
 				got := runWith(t, cfg, data, commtest.Loopback(t, 2, shm), mk)
 				for r := range 2 {
-					if !equal(want[r].final, got[r]) {
+					if !nntest.Equal(want[r].final, got[r]) {
 						t.Errorf("shared memory %v: rank %d's parameters differ from the in-process run's", shm, r)
 					}
 				}
@@ -771,7 +740,7 @@ func runWith(t *testing.T, cfg train.Config, data *dataset.Images, comms []dist.
 			}
 			defer tr.Close()
 			if _, errs[r] = tr.Run(context.Background()); errs[r] == nil {
-				out[r] = params(tr.Model().NamedParameters())
+				out[r] = nntest.Values(tr.Model().NamedParameters())
 			}
 		})
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/flockml/flock/dist"
 	"github.com/flockml/flock/nn"
 	"github.com/flockml/flock/nn/models"
+	"github.com/flockml/flock/nn/nntest"
 	"github.com/flockml/flock/optim"
 	"github.com/flockml/flock/sparse"
 	"github.com/flockml/flock/tensor"
@@ -365,16 +366,6 @@ func jointspar(opt sparse.Options) func(dist.Comm) train.Strategy {
 	}
 }
 
-func maxDiff(a, b map[string][]float32) float64 {
-	d := 0.0
-	for k, x := range a {
-		for i, v := range x {
-			d = max(d, math.Abs(float64(v)-float64(b[k][i]))/(1+math.Abs(float64(v))))
-		}
-	}
-	return d
-}
-
 // TestBudgetOne checks that with p ≡ 1 JointSpar is plain SGD or LARS:
 // exactly on one worker, and data parallel (to rounding) on two.
 func TestBudgetOne(t *testing.T) {
@@ -383,12 +374,12 @@ func TestBudgetOne(t *testing.T) {
 		cfg := smallConfig(opt)
 		single, _ := trainK(t, cfg, data, 1, func(dist.Comm) train.Strategy { return train.SingleWorker{} }, 0, "")
 		js, _ := trainK(t, cfg, data, 1, jointspar(sparse.Options{Budget: 1}), 0, "")
-		if d := maxDiff(single, js); d != 0 {
+		if d := nntest.MaxDiff(single, js); d != 0 {
 			t.Errorf("%s: JointSpar with budget 1 on one worker differs from plain training by %.3g", opt, d)
 		}
 		dp, _ := trainK(t, cfg, data, 2, func(c dist.Comm) train.Strategy { return train.NewDataParallel(c, train.DataParallelOptions{}) }, 0, "")
 		js2, _ := trainK(t, cfg, data, 2, jointspar(sparse.Options{Budget: 1}), 0, "")
-		if d := maxDiff(dp, js2); d > 1e-5 {
+		if d := nntest.MaxDiff(dp, js2); d > 1e-5 {
 			t.Errorf("%s: JointSpar with budget 1 on two workers differs from data parallel by %.3g", opt, d)
 		}
 	}
@@ -409,7 +400,7 @@ func TestBytesAndResume(t *testing.T) {
 		t.Errorf("per-worker draws sent %d bytes, less than data parallel's %d: their all-reduce is dense", dense.Sent, dense.DataParallelBytes)
 	}
 	parts, _ := trainK(t, cfg, data, 2, jointspar(opt), 5, filepath.Join(t.TempDir(), "js.ckpt"))
-	if d := maxDiff(whole, parts); d != 0 {
+	if d := nntest.MaxDiff(whole, parts); d != 0 {
 		t.Errorf("resumed run differs by %.3g", d)
 	}
 }
