@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/flockml/flock/backend/cpu"
 	"github.com/flockml/flock/tensor"
 )
 
@@ -59,6 +58,15 @@ func NewMeter(c Comm) *Meter {
 		panic("dist: NewMeter with a nil Comm")
 	}
 	return &Meter{Comm: c}
+}
+
+// Device implements Placed: the wrapped Comm's device, nil (host tensors)
+// when it has none.
+func (m *Meter) Device() tensor.Device {
+	if p, ok := m.Comm.(Placed); ok {
+		return p.Device()
+	}
+	return nil
 }
 
 // Traffic returns the counts so far.
@@ -159,7 +167,7 @@ func (m *Meter) Recv(ctx context.Context, t *tensor.Tensor, from, tag int) error
 // float32: how strategies average a statistic (a consensus distance) that
 // no other collective can carry.
 func Mean(ctx context.Context, c Comm, v float64) (float64, error) {
-	t := tensor.FromSlice([]float32{float32(v)}, tensor.Shape{1}, tensor.On(cpu.Default()))
+	t := tensor.FromSlice([]float32{float32(v)}, tensor.Shape{1}, tensor.On(DeviceOf(c)))
 	defer t.Release()
 	if err := c.AllReduce(ctx, t, Avg); err != nil {
 		return 0, err

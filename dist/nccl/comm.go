@@ -64,6 +64,7 @@ type Comm struct {
 var (
 	_ dist.Comm      = (*Comm)(nil)
 	_ dist.Exchanger = (*Comm)(nil)
+	_ dist.Placed    = (*Comm)(nil)
 )
 
 // New creates this rank's communicator: rank 0 makes the unique id
@@ -208,8 +209,9 @@ func (c *Comm) Rank() int { return c.rank }
 // Size implements dist.Comm.
 func (c *Comm) Size() int { return c.size }
 
-// Device is the GPU the communicator's tensors live on.
-func (c *Comm) Device() *cuda.Backend { return c.dev }
+// Device implements dist.Placed: the GPU the communicator's tensors live
+// on.
+func (c *Comm) Device() tensor.Device { return c.dev }
 
 // ncclType is the ncclDataType_t of dt.
 func ncclType(dt backend.DType) (int32, bool) {
