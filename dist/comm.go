@@ -95,8 +95,8 @@ type Placed interface {
 }
 
 // DeviceOf returns the device on which c's operands live: c's Device when
-// c is Placed (and names one), the host's (cpu.Default) otherwise. The
-// buffers a strategy hands to c are allocated there.
+// c is Placed (and names one), the host's (cpu.Default) otherwise, and for
+// a nil c. The buffers a strategy hands to c are allocated there.
 func DeviceOf(c Comm) tensor.Device {
 	if p, ok := c.(Placed); ok {
 		if d := p.Device(); d != nil {
@@ -108,8 +108,9 @@ func DeviceOf(c Comm) tensor.Device {
 
 // Holds reports whether c can take t as an operand where it lies, without
 // a staging copy: t is on c's device, or c takes host tensors and t is in
-// host memory (on any host device). The strategies use it to decide
-// whether the parameters can live in their communication buffers.
+// host memory (on any host device; for a nil c too). The strategies use it
+// to decide whether the parameters can live in their communication
+// buffers.
 func Holds(c Comm, t *tensor.Tensor) bool {
 	dev := DeviceOf(c)
 	if t.Device() == dev {

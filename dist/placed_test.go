@@ -31,6 +31,7 @@ func TestDeviceOf(t *testing.T) {
 		dev                 tensor.Device
 		holdsDef, holdsOthr bool
 	}{
+		{"nil", nil, cpu.Default(), true, true},
 		{"host", host, cpu.Default(), true, true},
 		{"host meter", dist.NewMeter(host), cpu.Default(), true, true},
 		{"placed", placed, other, false, true},
