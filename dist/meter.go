@@ -163,6 +163,30 @@ func (m *Meter) Recv(ctx context.Context, t *tensor.Tensor, from, tag int) error
 	return err
 }
 
+// meteredExchange is the Exchange of the Comm a Meter wraps, counted as
+// its Sends and Recvs would be.
+type meteredExchange struct {
+	m *Meter
+	x Exchanger
+}
+
+func (e meteredExchange) Exchange(ctx context.Context, sends, recvs []Message) error {
+	start := time.Now()
+	err := e.x.Exchange(ctx, sends, recvs)
+	var sent, received int64
+	for _, s := range sends {
+		sent += nbytes(s.T)
+	}
+	for _, r := range recvs {
+		received += nbytes(r.T)
+	}
+	e.m.sent.Add(sent)
+	e.m.received.Add(received)
+	e.m.ops.Add(int64(len(sends) + len(recvs)))
+	e.m.nanos.Add(int64(time.Since(start)))
+	return err
+}
+
 // Mean returns the mean over c's ranks of each rank's v, all-reduced as one
 // float32: how strategies average a statistic (a consensus distance) that
 // no other collective can carry.
