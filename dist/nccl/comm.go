@@ -140,12 +140,16 @@ func (c *Comm) setup() error {
 
 // Init joins the job env describes with NCCL on dev: rank 0 serves the
 // rendezvous store at MasterAddr:MasterPort (as dist.Init does), every rank
-// dials it, and New runs with it.
+// dials it, and New runs with it. The timeout is opts.Timeout, else
+// env.Timeout, else dist.DefaultTimeout, as for dist.Init.
 func Init(ctx context.Context, env dist.Env, dev *cuda.Backend, opts dist.InitOptions) (*Comm, error) {
 	if err := env.Validate(); err != nil {
 		return nil, err
 	}
 	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = env.Timeout
+	}
 	if timeout <= 0 {
 		timeout = dist.DefaultTimeout
 	}
