@@ -159,9 +159,9 @@ run resumed from it continues exactly as if it had not stopped. It is
 written at the end of each epoch (and every --checkpoint-every steps), with
 a checksum of its tensors: a damaged or edited checkpoint is refused.
 
-Workers: --workers K (default 4) trains K workers in this process, each on
-its own shard of the data with --batch-size images per step, cooperating by
---strategy:
+Workers: --workers K (default 4; with --device cuda 1, the only choice)
+trains K workers in this process, each on its own shard of the data with
+--batch-size images per step, cooperating by --strategy:
   local   Local SGD (Local AdamW, Local LARS with --optimizer): each worker
           steps alone for H steps, then the parameters are averaged in one
           all-reduce; H comes from --sync (default qsr: the Quadratic
