@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/flockml/flock/backend"
+	"github.com/flockml/flock/backend/cpu"
 	"github.com/flockml/flock/tensor"
 )
 
@@ -77,6 +79,48 @@ type Comm interface {
 	NewGroup(ctx context.Context, ranks []int) (Comm, error)
 	// Close releases the connections. Pending operations fail.
 	Close() error
+}
+
+// Placed is implemented by a Comm whose operations take tensors on a
+// device of its own (NCCL's: device pointers on its GPU) instead of host
+// tensors. A Comm without it (TCP, shared memory, in-process) takes host
+// tensors, whatever device the model lives on: its users stage the
+// model's values through host buffers, copying with tensor's cross-device
+// copy (CopyFrom) around each operation.
+type Placed interface {
+	// Device is where the Comm's operands must live; nil means host
+	// tensors, as for a Comm that is not Placed (a wrapper such as Meter
+	// says so for the Comm it wraps).
+	Device() tensor.Device
+}
+
+// DeviceOf returns the device on which c's operands live: c's Device when
+// c is Placed (and names one), the host's (cpu.Default) otherwise, and for
+// a nil c. The buffers a strategy hands to c are allocated there.
+func DeviceOf(c Comm) tensor.Device {
+	if p, ok := c.(Placed); ok {
+		if d := p.Device(); d != nil {
+			return d
+		}
+	}
+	return cpu.Default()
+}
+
+// Holds reports whether c can take t as an operand where it lies, without
+// a staging copy: t is on c's device, or c takes host tensors and t is in
+// host memory (on any host device; for a nil c too). The strategies use it
+// to decide whether the parameters can live in their communication
+// buffers.
+func Holds(c Comm, t *tensor.Tensor) bool {
+	dev := DeviceOf(c)
+	if t.Device() == dev {
+		return true
+	}
+	if p, ok := c.(Placed); ok && p.Device() != nil {
+		return false
+	}
+	_, host := t.Raw().Buf.(backend.HostBuffer)
+	return host
 }
 
 // OpError reports a failed operation and the peer rank it failed on (−1

@@ -6,8 +6,12 @@
 //
 // A job has Size ranks, numbered 0 … Size−1; each holds a [Comm]. A
 // collective is called by every rank, in the same order, with tensors of the
-// same dtype and element count, and works in place on contiguous host
-// tensors. For a ReduceOp ⊕ (Sum, Avg = Sum/Size, Max, Min) and rank r's
+// same dtype and element count, and works in place on contiguous tensors
+// where the Comm wants them: host tensors, or, for a [Placed] Comm
+// (dist/nccl's), tensors on its device. [DeviceOf] says which; strategies
+// allocate their communication buffers there and copy between them and a
+// model on another device (a GPU's, with a host transport) through
+// tensor's cross-device copy. For a ReduceOp ⊕ (Sum, Avg = Sum/Size, Max, Min) and rank r's
 // tensor xᵣ of n elements:
 //
 //	AllReduce(x, ⊕)       xᵣ ← x₀ ⊕ x₁ ⊕ … ⊕ x_{Size−1}            on every rank

@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/flockml/flock/backend/cpu"
 	"github.com/flockml/flock/tensor"
 )
 
@@ -59,6 +58,15 @@ func NewMeter(c Comm) *Meter {
 		panic("dist: NewMeter with a nil Comm")
 	}
 	return &Meter{Comm: c}
+}
+
+// Device implements Placed: the wrapped Comm's device, nil (host tensors)
+// when it has none.
+func (m *Meter) Device() tensor.Device {
+	if p, ok := m.Comm.(Placed); ok {
+		return p.Device()
+	}
+	return nil
 }
 
 // Traffic returns the counts so far.
@@ -155,11 +163,35 @@ func (m *Meter) Recv(ctx context.Context, t *tensor.Tensor, from, tag int) error
 	return err
 }
 
+// meteredExchange is the Exchange of the Comm a Meter wraps, counted as
+// its Sends and Recvs would be.
+type meteredExchange struct {
+	m *Meter
+	x Exchanger
+}
+
+func (e meteredExchange) Exchange(ctx context.Context, sends, recvs []Message) error {
+	start := time.Now()
+	err := e.x.Exchange(ctx, sends, recvs)
+	var sent, received int64
+	for _, s := range sends {
+		sent += nbytes(s.T)
+	}
+	for _, r := range recvs {
+		received += nbytes(r.T)
+	}
+	e.m.sent.Add(sent)
+	e.m.received.Add(received)
+	e.m.ops.Add(int64(len(sends) + len(recvs)))
+	e.m.nanos.Add(int64(time.Since(start)))
+	return err
+}
+
 // Mean returns the mean over c's ranks of each rank's v, all-reduced as one
 // float32: how strategies average a statistic (a consensus distance) that
 // no other collective can carry.
 func Mean(ctx context.Context, c Comm, v float64) (float64, error) {
-	t := tensor.FromSlice([]float32{float32(v)}, tensor.Shape{1}, tensor.On(cpu.Default()))
+	t := tensor.FromSlice([]float32{float32(v)}, tensor.Shape{1}, tensor.On(DeviceOf(c)))
 	defer t.Release()
 	if err := c.AllReduce(ctx, t, Avg); err != nil {
 		return 0, err

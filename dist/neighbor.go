@@ -124,6 +124,20 @@ type Exchanger interface {
 	Exchange(ctx context.Context, sends, recvs []Message) error
 }
 
+// exchangerOf returns c's Exchanger: c itself, or for a Meter over an
+// Exchanger the Meter counting its Exchange as the Sends and Recvs it
+// holds; ok is false when c has none.
+func exchangerOf(c Comm) (x Exchanger, ok bool) {
+	if m, isMeter := c.(*Meter); isMeter {
+		if x, ok := m.Comm.(Exchanger); ok {
+			return meteredExchange{m, x}, true
+		}
+		return nil, false
+	}
+	x, ok = c.(Exchanger)
+	return x, ok
+}
+
 func neighborAllReduce(ctx context.Context, c Comm, t *tensor.Tensor, self float64, in []Peer, out []int, tag int) error {
 	bufs := make([]*tensor.Tensor, len(in))
 	for i := range bufs {
@@ -134,7 +148,7 @@ func neighborAllReduce(ctx context.Context, c Comm, t *tensor.Tensor, self float
 			b.Release()
 		}
 	}()
-	if x, ok := c.(Exchanger); ok {
+	if x, ok := exchangerOf(c); ok {
 		sends := make([]Message, len(out))
 		for i, r := range out {
 			sends[i] = Message{Peer: r, T: t, Tag: tag}

@@ -430,7 +430,8 @@ func (c serial) Exchange(ctx context.Context, sends, recvs []dist.Message) error
 // TestNeighborAllReduceExchanger runs a ring over Comms that run one
 // operation at a time with unbuffered sends, where concurrent Sends and
 // Recvs can wait on one another: NeighborAllReduce must use their
-// Exchange, and give W·x.
+// Exchange, also through a Meter, which counts the messages as the Sends
+// and Recvs of a Comm without Exchange; and give W·x.
 func TestNeighborAllReduceExchanger(t *testing.T) {
 	const k = 4
 	g := circulant(k, 1.0/3, []int{1, -1}, []float64{1.0 / 3, 1.0 / 3})
@@ -447,5 +448,25 @@ func TestNeighborAllReduceExchanger(t *testing.T) {
 	closeTo(t, "W²·x", got, g.apply(g.apply(x)), 1e-6)
 	if n.Load() != 2*k {
 		t.Errorf("%d exchanges, want %d", n.Load(), 2*k)
+	}
+
+	n.Store(0)
+	metered := wrap(dist.NewLocal(k))
+	plain := dist.NewLocal(k)
+	for i := range metered {
+		metered[i] = dist.NewMeter(metered[i])
+		plain[i] = dist.NewMeter(plain[i])
+	}
+	got = mix(t, metered, g, x, tensor.Float32, 2)
+	closeTo(t, "W²·x through Meters", got, g.apply(g.apply(x)), 1e-6)
+	if n.Load() != 2*k {
+		t.Errorf("through Meters: %d exchanges, want %d", n.Load(), 2*k)
+	}
+	mix(t, plain, g, x, tensor.Float32, 2)
+	for r := range k {
+		a, b := metered[r].(*dist.Meter).Traffic(), plain[r].(*dist.Meter).Traffic()
+		if a.Sent != b.Sent || a.Received != b.Received || a.Ops != b.Ops {
+			t.Errorf("rank %d: a Meter over Exchange counted %+v, over Send and Recv %+v", r, a, b)
+		}
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/flockml/flock/backend/cpu"
 	"github.com/flockml/flock/tensor"
 )
 
@@ -134,7 +133,7 @@ func tcpPairs(ctx context.Context, c *tcpComm, edges [][2]int) (map[int]Comm, er
 	errs := make([]error, len(mine))
 	for i, p := range mine {
 		wg.Go(func() {
-			t := tensor.Zeros(tensor.Shape{pairsAddrLen}, tensor.Of(tensor.Int32), tensor.On(cpu.Default()))
+			t := tensor.Zeros(tensor.Shape{pairsAddrLen}, tensor.Of(tensor.Int32), tensor.On(DeviceOf(c)))
 			defer t.Release()
 			if p.rank == 1 {
 				a := p.ln.Addr().String()
@@ -146,7 +145,7 @@ func tcpPairs(ctx context.Context, c *tcpComm, edges [][2]int) (map[int]Comm, er
 				for j := range len(a) {
 					v[j] = int32(a[j])
 				}
-				src := tensor.FromSlice(v, tensor.Shape{pairsAddrLen}, tensor.On(cpu.Default()))
+				src := tensor.FromSlice(v, tensor.Shape{pairsAddrLen}, tensor.On(DeviceOf(c)))
 				defer src.Release()
 				errs[i] = c.Send(ctx, src, p.peer, pairsTag)
 				return

@@ -185,14 +185,14 @@ func (d *DmSGD) Setup(s *train.StepContext) error {
 
 // layout allocates flat and its views and chooses the sampled positions.
 func (d *DmSGD) layout() error {
-	sizes, err := d.flatModel.layout("dmsgd")
+	sizes, err := d.flatModel.layout(d.meter, "dmsgd")
 	if err != nil {
 		return err
 	}
 	idx, w := samplePositions(sizes, consensusSample)
-	d.index = tensor.FromSlice(idx, tensor.Shape{len(idx)}, tensor.On(cpu.Default()))
+	d.index = tensor.FromSlice(idx, tensor.Shape{len(idx)}, tensor.On(d.flat.Device()))
 	d.weight = w
-	d.probe = tensor.Zeros(tensor.Shape{len(idx) + 2}, tensor.On(cpu.Default()))
+	d.probe = tensor.Zeros(tensor.Shape{len(idx) + 2}, tensor.On(dist.DeviceOf(d.meter)))
 	return nil
 }
 

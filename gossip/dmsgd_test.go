@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/flockml/flock/autograd"
+	"github.com/flockml/flock/backend/cpu"
 	"github.com/flockml/flock/dataset"
 	"github.com/flockml/flock/dist"
 	"github.com/flockml/flock/dist/commtest"
@@ -350,7 +351,9 @@ func consensus(runs []run, i int) float64 {
 }
 
 // TestDmSGDTransports checks that DmSGD computes bit-identical parameters
-// in process and over TCP.
+// in process, over TCP, and in process over Comms that claim a device of
+// their own (as NCCL's claim their GPU), where its buffers live on that
+// device and the parameters stay off it.
 func TestDmSGDTransports(t *testing.T) {
 	data := bands(96, 8, 8, 3)
 	for _, topo := range []gossip.Topology{gossip.Exponential(2), gossip.OnePeerExponential(4)} {
@@ -362,6 +365,12 @@ func TestDmSGDTransports(t *testing.T) {
 			for r := range k {
 				if !nntest.Equal(want[r].final, got[r].final) {
 					t.Errorf("rank %d: parameters over TCP differ from the in-process run's by %.3g", r, nntest.MaxDiff(want[r].final, got[r].final))
+				}
+			}
+			got = runK(t, cfg, data, k, commtest.OnDevice(dist.NewLocal(k), cpu.New()), dmsgd(topo, 1), 0, "")
+			for r := range k {
+				if !nntest.Equal(want[r].final, got[r].final) {
+					t.Errorf("rank %d: parameters over a Comm on a second CPU differ from the in-process run's by %.3g", r, nntest.MaxDiff(want[r].final, got[r].final))
 				}
 			}
 			if k == 4 && nntest.Equal(want[0].final, want[1].final) {

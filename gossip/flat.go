@@ -3,17 +3,17 @@ package gossip
 import (
 	"fmt"
 
-	"github.com/flockml/flock/backend"
-	"github.com/flockml/flock/backend/cpu"
+	"github.com/flockml/flock/dist"
 	"github.com/flockml/flock/nn"
 	"github.com/flockml/flock/tensor"
 )
 
-// flatModel holds a model's trainable parameters end to end in one host
-// buffer, so that a whole model goes out in one message and is averaged
-// in one pass. When every parameter lives on the host its Value is a view
-// of flat for good (inPlace); otherwise gather and scatter copy between
-// the parameters and flat around each exchange.
+// flatModel holds a model's trainable parameters end to end in one
+// buffer on the Comm's device (dist.DeviceOf), so that a whole model goes
+// out in one message and is averaged in one pass. When the Comm can take
+// every parameter where it lies (dist.Holds) its Value is a view of flat
+// for good (inPlace); otherwise gather and scatter copy between the
+// parameters and flat around each exchange.
 type flatModel struct {
 	params  []nn.NamedParameter // those that require a gradient
 	flat    *tensor.Tensor
@@ -37,9 +37,10 @@ func (f *flatModel) collect(params []nn.NamedParameter, who string) (int64, erro
 	return n, nil
 }
 
-// layout allocates flat and its views for f.params and returns each
-// parameter's number of elements; who prefixes its errors.
-func (f *flatModel) layout(who string) ([]int, error) {
+// layout allocates flat and its views for f.params where c takes its
+// operands (the host for a nil c) and returns each parameter's number of
+// elements; who prefixes its errors.
+func (f *flatModel) layout(c dist.Comm, who string) ([]int, error) {
 	dt := f.params[0].Param.Value.DType()
 	n := 0
 	f.inPlace = true
@@ -49,12 +50,11 @@ func (f *flatModel) layout(who string) ([]int, error) {
 		if v.DType() != dt {
 			return nil, fmt.Errorf("%s: parameter %s is %v, %s is %v (one dtype per model)", who, p.Name, v.DType(), f.params[0].Name, dt)
 		}
-		_, host := v.Raw().Buf.(backend.HostBuffer)
-		f.inPlace = f.inPlace && host
+		f.inPlace = f.inPlace && dist.Holds(c, v)
 		sizes[i] = v.NumElements()
 		n += sizes[i]
 	}
-	f.flat = tensor.Zeros(tensor.Shape{n}, tensor.Of(dt), tensor.On(cpu.Default()))
+	f.flat = tensor.Zeros(tensor.Shape{n}, tensor.Of(dt), tensor.On(dist.DeviceOf(c)))
 	off := 0
 	for i, p := range f.params {
 		part := f.flat.Slice(0, off, off+sizes[i])

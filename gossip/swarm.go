@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/flockml/flock/backend/cpu"
 	"github.com/flockml/flock/dist"
 	"github.com/flockml/flock/optim"
 	"github.com/flockml/flock/tensor"
@@ -344,7 +343,9 @@ func (w *Swarm) Setup(s *train.StepContext) error {
 		return fmt.Errorf("swarm: setup: %w", err)
 	}
 	w.st.setup = meter.Traffic()
-	if _, err := w.flatModel.layout("swarm"); err != nil {
+	// The pairs' Comms are TCP ones and Swarm works on flat as a Go
+	// slice: flat lives in host memory.
+	if _, err := w.flatModel.layout(nil, "swarm"); err != nil {
 		return err
 	}
 	x, ok := tensor.HostFloat32s(w.flat)
@@ -413,7 +414,7 @@ func (w *Swarm) pairRank(peer int) int {
 func (w *Swarm) receive(ctx context.Context, peer int, c dist.Comm) {
 	defer w.rcv.Done()
 	from := w.pairRank(peer)
-	hdr := tensor.Zeros(tensor.Shape{swarmHeaderLen}, tensor.Of(tensor.Int64), tensor.On(cpu.Default()))
+	hdr := tensor.Zeros(tensor.Shape{swarmHeaderLen}, tensor.Of(tensor.Int64), tensor.On(dist.DeviceOf(c)))
 	defer hdr.Release()
 	// No deadline: a partner may rightly say nothing for long; a dead one
 	// fails the pair (its heartbeat stops), and the run's end cancels ctx.
@@ -442,7 +443,7 @@ func (w *Swarm) receive(ctx context.Context, peer int, c dist.Comm) {
 				hand(swarmEvent{from: peer, err: fmt.Errorf("message of %d words for a model of %d", n, len(w.x))})
 				return
 			}
-			t := tensor.Zeros(tensor.Shape{int(n)}, tensor.On(cpu.Default()))
+			t := tensor.Zeros(tensor.Shape{int(n)}, tensor.On(dist.DeviceOf(c)))
 			err := c.Recv(ctx, t, from, swarmTag)
 			if err == nil {
 				ev.payload = t.Float32s()
@@ -468,13 +469,13 @@ func (w *Swarm) send(peer, kind int, seq int64, bits int, scale float64, payload
 	ctx, cancel := context.WithTimeout(w.ctx, w.opt.Timeout)
 	defer cancel()
 	h := []int64{int64(kind), seq, int64(bits), int64(len(payload)), int64(math.Float64bits(scale))}
-	ht := tensor.FromSlice(h, tensor.Shape{swarmHeaderLen}, tensor.On(cpu.Default()))
+	ht := tensor.FromSlice(h, tensor.Shape{swarmHeaderLen}, tensor.On(dist.DeviceOf(c)))
 	err := c.Send(ctx, ht, w.pairRank(peer), swarmTag)
 	ht.Release()
 	w.st.msgs++
 	w.st.sent += swarmHeaderLen * 8
 	if err == nil && len(payload) > 0 {
-		pt := tensor.FromSlice(payload, tensor.Shape{len(payload)}, tensor.On(cpu.Default()))
+		pt := tensor.FromSlice(payload, tensor.Shape{len(payload)}, tensor.On(dist.DeviceOf(c)))
 		err = c.Send(ctx, pt, w.pairRank(peer), swarmTag)
 		pt.Release()
 		w.st.sent += int64(4 * len(payload))

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/flockml/flock/backend"
 	"github.com/flockml/flock/optim"
 
 	"github.com/flockml/flock/autograd"
@@ -170,8 +169,8 @@ type core struct {
 	optName string
 	params  []nn.NamedParameter // those that require a gradient
 	// avg are the tensors averaged at a synchronization, the parameters'
-	// values first; flat holds them end to end on the host; views are
-	// flat's parts in avg's shapes.
+	// values first; flat holds them end to end on the Comm's device
+	// (dist.DeviceOf); views are flat's parts in avg's shapes.
 	avg    []*tensor.Tensor
 	flat   *tensor.Tensor
 	views  []*tensor.Tensor
@@ -281,8 +280,10 @@ func (c *core) begin(s *train.StepContext) error {
 }
 
 // layout allocates flat and its views for avg, which must share a dtype.
-// When every parameter is a host tensor, the parameters move into flat's
-// first nParam elements for good — their Vars' values become views of it —
+// flat lives where the Comm takes its operands (dist.DeviceOf). When the
+// Comm can take every parameter where it lies (dist.Holds: host tensors for
+// a host transport, tensors on its GPU for NCCL), the parameters move into
+// flat's first nParam elements for good — their Vars' values become views of it —
 // so that a synchronization all-reduces them in place, with no copy in or
 // out (the layout of llm.c: one allocation, one all-reduce). Optimizer state
 // is copied in and out.
@@ -296,13 +297,13 @@ func (c *core) layout() error {
 		}
 		if i < len(c.params) {
 			c.nParam += t.NumElements()
-			c.inPlace = c.inPlace && isHost(t)
+			c.inPlace = c.inPlace && dist.Holds(c.comm, t)
 		}
 		n += t.NumElements()
 	}
 	// Two more elements carry each worker's consensus distance of the
 	// previous synchronization and whether it was interrupted.
-	c.flat = tensor.Zeros(tensor.Shape{n + 2}, tensor.Of(dt), tensor.On(cpu.Default()))
+	c.flat = tensor.Zeros(tensor.Shape{n + 2}, tensor.Of(dt), tensor.On(dist.DeviceOf(c.comm)))
 	c.slots = c.flat.Slice(0, n, n+2)
 	off := 0
 	for i, t := range c.avg {
@@ -330,11 +331,6 @@ func (c *core) layout() error {
 	}
 	c.sampleK = make([]float64, m)
 	return nil
-}
-
-func isHost(t *tensor.Tensor) bool {
-	_, ok := t.Raw().Buf.(backend.HostBuffer)
-	return ok
 }
 
 // Consensus sampling: models of up to maxExact parameters are measured on
@@ -715,7 +711,7 @@ func (c *core) averageBN(bns []*nn.BatchNorm2d) error {
 	for _, bn := range bns {
 		n += 2 * bn.Features
 	}
-	flat := tensor.Zeros(tensor.Shape{n}, tensor.Of(bns[0].RunningMean.DType()), tensor.On(cpu.Default()))
+	flat := tensor.Zeros(tensor.Shape{n}, tensor.Of(bns[0].RunningMean.DType()), tensor.On(dist.DeviceOf(c.comm)))
 	defer flat.Release()
 	parts := func(f func(part, t *tensor.Tensor)) {
 		off := 0

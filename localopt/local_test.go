@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/flockml/flock/autograd"
+	"github.com/flockml/flock/backend/cpu"
 	"github.com/flockml/flock/dataset"
 	"github.com/flockml/flock/dist"
 	"github.com/flockml/flock/dist/commtest"
@@ -700,7 +701,10 @@ func TestInterruptStopsAtSync(t *testing.T) {
 }
 
 // TestTransports checks that Local SGD and DiLoCo compute the same
-// parameters over TCP, shared memory and in-process ranks.
+// parameters over TCP, shared memory and in-process ranks, and over
+// in-process ranks that claim a device of their own (as NCCL's claim their
+// GPU), where the strategy's buffers live on that device and the
+// parameters stay off it.
 func TestTransports(t *testing.T) {
 	data := bands(96, 1, 8, 8, 14)
 	cfg := smallConfig()
@@ -716,6 +720,12 @@ func TestTransports(t *testing.T) {
 					if !nntest.Equal(want[r].final, got[r]) {
 						t.Errorf("shared memory %v: rank %d's parameters differ from the in-process run's", shm, r)
 					}
+				}
+			}
+			got := runWith(t, cfg, data, commtest.OnDevice(dist.NewLocal(2), cpu.New()), mk)
+			for r := range 2 {
+				if !nntest.Equal(want[r].final, got[r]) {
+					t.Errorf("Comm on a second CPU: rank %d's parameters differ from the in-process run's", r)
 				}
 			}
 		})

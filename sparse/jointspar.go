@@ -163,7 +163,7 @@ func (j *JointSpar) Setup(s *train.StepContext) error {
 		return fmt.Errorf("jointspar: the checkpoint has norms of %d layers, this model %d", len(j.norms), len(j.layers))
 	}
 	dt := j.layers[0].params[0].Value.DType()
-	j.flat = tensor.Zeros(tensor.Shape{j.total + len(j.layers)}, tensor.Of(dt), tensor.On(cpu.Default()))
+	j.flat = tensor.Zeros(tensor.Shape{j.total + len(j.layers)}, tensor.Of(dt), tensor.On(dist.DeviceOf(j.comm)))
 	if err := j.collective("broadcast model", func(ctx context.Context) error { return train.BroadcastModel(ctx, j.meter, s) }); err != nil {
 		return err
 	}

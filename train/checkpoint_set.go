@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/flockml/flock/backend/cpu"
 	"github.com/flockml/flock/dist"
 	"github.com/flockml/flock/internal/atomicfile"
 	"github.com/flockml/flock/tensor"
@@ -162,7 +161,7 @@ func removeStaleSetFiles(path string, rank int, keep string) {
 // when this rank failed, an error naming the failure elsewhere when another
 // did, and nil when none did.
 func agree(c dist.Comm, err error) error {
-	flag := tensor.Zeros(tensor.Shape{1}, tensor.On(cpu.Default()))
+	flag := tensor.Zeros(tensor.Shape{1}, tensor.On(dist.DeviceOf(c)))
 	defer flag.Release()
 	if err != nil {
 		flag.Fill(1)

@@ -1,10 +1,16 @@
 package train
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
+
+	"github.com/flockml/flock/backend/cpu"
+	"github.com/flockml/flock/dist"
+	"github.com/flockml/flock/dist/commtest"
 )
 
 // TestRemoveStaleSetFiles lays out what killed saves of a checkpoint set
@@ -47,5 +53,30 @@ func TestRemoveStaleSetFiles(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("left %q, want %q", got, want)
+	}
+}
+
+// TestAgreeOnCommDevice checks that agree hands a Comm that claims a
+// device of its own its flag on that device (the wrapper panics on any
+// other), and that a failure on one rank reaches the other.
+func TestAgreeOnCommDevice(t *testing.T) {
+	t.Parallel()
+	cs := commtest.OnDevice(dist.NewLocal(2), cpu.New())
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for r, c := range cs {
+		wg.Go(func() {
+			var mine error
+			if r == 1 {
+				mine = errors.New("disk full")
+			}
+			errs[r] = agree(c, mine)
+		})
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err == nil {
+			t.Errorf("rank %d: agree = nil, want the failure of rank 1", r)
+		}
 	}
 }

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/flockml/flock/autograd"
-	"github.com/flockml/flock/backend"
-	"github.com/flockml/flock/backend/cpu"
 	"github.com/flockml/flock/dist"
 	"github.com/flockml/flock/tensor"
 )
@@ -50,8 +48,10 @@ type DataParallelOptions struct {
 // that require a gradient into buckets of at most BucketBytes, in reverse
 // registration order — roughly the order backward produces their
 // gradients — and registers an autograd OnGradReady hook on each. During
-// backward a hook copies the finished gradient into its bucket's flat host
-// buffer; when a bucket is full it is all-reduced (dist.Avg) on a
+// backward a hook copies the finished gradient into its bucket's flat
+// buffer, allocated where the Comm takes its operands (dist.DeviceOf: the
+// GPU for NCCL, host memory for the other transports, whatever device the
+// model is on); when a bucket is full it is all-reduced (dist.Avg) on a
 // dist.Queue while backward goes on with the earlier layers. Buckets are
 // launched strictly in bucket order, the same on every rank whatever the
 // order the hooks fire in. AfterBackward fills the slots of parameters
@@ -89,9 +89,10 @@ type dpSlot struct {
 	ready  bool
 }
 
-// dpBucket is a flat host buffer holding the gradients of some parameters.
+// dpBucket is a flat buffer on the Comm's device holding the gradients of
+// some parameters.
 type dpBucket struct {
-	flat    *tensor.Tensor // [n], contiguous on the host
+	flat    *tensor.Tensor // [n], contiguous on dist.DeviceOf(comm)
 	slots   []int
 	pending int
 	work    *dist.Work
@@ -220,27 +221,23 @@ func (d *DataParallel) collective(what string, op func(ctx context.Context) erro
 }
 
 // broadcastTensor copies rank 0's value of t into t on every rank,
-// staging it through a contiguous host tensor when t is not one.
+// staging it through a contiguous tensor on c's device when c cannot take
+// t where it lies.
 func broadcastTensor(ctx context.Context, c dist.Comm, t *tensor.Tensor) error {
-	host := isHost(t) && t.IsContiguous()
+	direct := dist.Holds(c, t) && t.IsContiguous()
 	src := t
-	if !host {
-		src = tensor.Empty(t.Shape(), tensor.Of(t.DType()), tensor.On(cpu.Default()))
+	if !direct {
+		src = tensor.Empty(t.Shape(), tensor.Of(t.DType()), tensor.On(dist.DeviceOf(c)))
 		defer src.Release()
 		src.CopyFrom(t)
 	}
 	if err := c.Broadcast(ctx, src, 0); err != nil {
 		return err
 	}
-	if !host {
+	if !direct {
 		t.CopyFrom(src)
 	}
 	return nil
-}
-
-func isHost(t *tensor.Tensor) bool {
-	_, ok := t.Raw().Buf.(backend.HostBuffer)
-	return ok
 }
 
 // BroadcastModel checks that every rank of c has parameters and buffers
@@ -298,9 +295,10 @@ func checkSameModel(ctx context.Context, c dist.Comm, s *StepContext, bufs []nam
 		mine[i] = float32(sum >> (16 * i) & 0xffff)
 	}
 	n := c.Size()
-	src := tensor.FromSlice(mine, tensor.Shape{pieces}, tensor.On(cpu.Default()))
+	dev := dist.DeviceOf(c)
+	src := tensor.FromSlice(mine, tensor.Shape{pieces}, tensor.On(dev))
 	defer src.Release()
-	dst := tensor.Zeros(tensor.Shape{n * pieces}, tensor.On(cpu.Default()))
+	dst := tensor.Zeros(tensor.Shape{n * pieces}, tensor.On(dev))
 	defer dst.Release()
 	if err := c.AllGather(ctx, dst, src); err != nil {
 		return err
@@ -335,7 +333,7 @@ func (d *DataParallel) buildBuckets(s *StepContext) {
 			n += d.slots[i].v.Value.NumElements()
 		}
 		b := &dpBucket{
-			flat:    tensor.Zeros(tensor.Shape{n}, tensor.Of(d.slots[cur[0]].v.Value.DType()), tensor.On(cpu.Default())),
+			flat:    tensor.Zeros(tensor.Shape{n}, tensor.Of(d.slots[cur[0]].v.Value.DType()), tensor.On(dist.DeviceOf(d.comm))),
 			slots:   cur,
 			pending: len(cur),
 		}

@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flockml/flock/backend/cpu"
 	"github.com/flockml/flock/dataset"
 	"github.com/flockml/flock/dist"
+	"github.com/flockml/flock/dist/commtest"
 	"github.com/flockml/flock/tensor"
 	"github.com/flockml/flock/train"
 )
@@ -133,6 +135,55 @@ func TestDataParallelEquivalence(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDataParallelOnCommDevice checks that data parallel hands a Comm that
+// claims a device of its own (as NCCL's claim their GPU) its buckets, its
+// model check and its broadcasts on that device — the wrapper panics on
+// any other operand — while the model stays on its own device, and that
+// the copies between the two leave the run exactly as on a host Comm.
+func TestDataParallelOnCommDevice(t *testing.T) {
+	t.Parallel()
+	data := synthetic(64, 4, 7)
+	cfg := tinyConfig()
+	cfg.Model = "cnn"
+	cfg.BatchSize = 8
+	opts := train.DataParallelOptions{BucketBytes: 4096}
+	want, errs := runWorkers(t, repeat(cfg, 2), data, dist.NewLocal(2), opts, nil)
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("host Comm: rank %d: %v", r, err)
+		}
+	}
+	dev := cpu.New()
+	got, errs := runWorkers(t, repeat(cfg, 2), data, commtest.OnDevice(dist.NewLocal(2), dev), opts,
+		func(r int, dp *train.DataParallel) train.Strategy { return &onDevice{DataParallel: dp, t: t, dev: dev} })
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("Comm on a second CPU: rank %d: %v", r, err)
+		}
+	}
+	for r := range 2 {
+		closeWeights(t, fmt.Sprintf("rank %d: Comm on a second CPU vs host Comm", r), want[r], got[r], 0, 0)
+	}
+}
+
+// onDevice checks after Setup that the parameters stayed off the Comm's
+// device.
+type onDevice struct {
+	*train.DataParallel
+	t   *testing.T
+	dev tensor.Device
+}
+
+func (o *onDevice) Setup(s *train.StepContext) error {
+	err := o.DataParallel.Setup(s)
+	for _, p := range s.Params {
+		if p.Param.Value.Device() == o.dev {
+			o.t.Errorf("parameter %s moved to the Comm's device", p.Name)
+		}
+	}
+	return err
 }
 
 // closeWeights requires |a−b| ≤ atol + rtol·|a| elementwise.

@@ -4,7 +4,7 @@
 # by git; about 40 MB):
 #
 #   cudatest                   go test -c ./backend/cuda (suite, training, benchmarks)
-#   nccltest                   go test -c ./dist/nccl
+#   nccltest                   go test -c ./dist/nccl (communicator, data-parallel training)
 #   flock                      go build ./cmd/flock
 #   fashion-mnist-test.beton   the 10000 test images, for flock train --device cuda
 #

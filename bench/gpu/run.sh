@@ -17,7 +17,10 @@
 #   dropout      random draws and dropout masks bit for bit with the CPU
 #   nccl         the NCCL communicator at world size 1
 #   training     the first training steps of the CNN and ResNet-50 against
-#                the CPU's losses; flock train --device cuda on both
+#                the CPU's losses; flock train --device cuda on both; data
+#                parallel over NCCL (and over a host Comm) against the CPU's
+#                losses, over two GPUs too where there are two; flock run
+#                --nproc gpu -- flock train --device cuda --strategy dp
 #   performance  GEMM 4096³ in TF32 and BF16, memory-bound kernels beside the
 #                device-to-device copy, ResNet-50 and ViT-B/16 training steps
 #                in bf16, each beside PyTorch eager on the same GPU
@@ -128,28 +131,48 @@ gotest() {
 	fi
 }
 
-# flocktrain LOG ARGS... runs flock train --device cuda for a few steps and
-# checks its summary line (in a rehearsal: its report of no GPU).
-flocktrain() {
-	local log=$1 rc
-	shift
+# trainrun CAP LOG WHAT NOGPU CMD... runs CMD, a training on the GPU, for at
+# most CAP seconds and checks flock train's summary record in LOG (rank 0's,
+# after the "[0] " of flock run); in a rehearsal, that the run reported
+# NOGPU.
+trainrun() {
+	local cap=$1 log=$2 what=$3 nogpu=$4 rc
+	shift 4
 	if [[ ! -s "$bin/fashion-mnist-test.beton" ]]; then
 		fail training "" "$bin/fashion-mnist-test.beton missing (bench/gpu/build.sh writes it)"
 	fi
-	step 90 "$log" "$bin/flock" train --device cuda --data "$bin/fashion-mnist-test.beton" --epochs 1 --json "$@"
+	step "$cap" "$log" "$@"
 	rc=$?
-	((rc == 124)) && fail training "$log" "flock train timed out"
+	((rc == 124)) && fail training "$log" "$what timed out"
 	if [[ -n "$rehearsal" ]]; then
-		grep -q -- "--device cuda: no CUDA driver found" "$out/$log" || fail training "$log" "flock train did not report the missing driver"
+		grep -q -- "$nogpu" "$out/$log" || fail training "$log" "$what did not report the missing driver"
 		return
 	fi
-	((rc == 0)) || fail training "$log" "flock train: exit status $rc"
-	grep '"kind":"summary"' "$out/$log" | "$py" -c '
+	((rc == 0)) || fail training "$log" "$what: exit status $rc"
+	grep -m 1 '"kind":"summary"' "$out/$log" | sed 's/^[^{]*//' | "$py" -c '
 import json, math, sys
 s = json.loads(sys.stdin.readline())
 assert s["steps"] > 0 and math.isfinite(s["train_loss"]), s
-print("flock train: %d steps, loss %.4f, %.1f img/s" % (s["steps"], s["train_loss"], s["img_per_s"]))
-' >>"$summary" 2>&1 || fail training "$log" "flock train: no finite loss in its summary"
+print("%s: %d steps, loss %.4f, %.1f img/s" % (sys.argv[1], s["steps"], s["train_loss"], s["img_per_s"]))
+' "$what" >>"$summary" 2>&1 || fail training "$log" "$what: no finite loss in its summary"
+}
+
+# flocktrain LOG ARGS... runs flock train --device cuda for a few steps.
+flocktrain() {
+	local log=$1
+	shift
+	trainrun 90 "$log" "flock train" "--device cuda: no CUDA driver found" \
+		"$bin/flock" train --device cuda --data "$bin/fashion-mnist-test.beton" --epochs 1 --json "$@"
+}
+
+# flockrun LOG ARGS... runs flock train --device cuda data-parallel on every
+# GPU of the machine, one process each (flock run --nproc gpu: NCCL between
+# two GPUs or more, one worker alone on one).
+flockrun() {
+	local log=$1
+	shift
+	trainrun 120 "$log" "flock run --nproc gpu ($gpus GPUs)" "--nproc gpu: no CUDA driver found" \
+		"$bin/flock" run --nproc gpu -- "$bin/flock" train --device cuda --data "$bin/fashion-mnist-test.beton" --epochs 1 --json --strategy dp "$@"
 }
 
 note "flock GPU check, $(date -u +%Y-%m-%dT%H:%M:%SZ)${rehearsal:+ (rehearsal without a GPU)}"
@@ -214,6 +237,15 @@ stages+=(nccl:ok)
 gotest training 120 training.log "$bin/cudatest" TestTrainStepsMatchCPU
 flocktrain train_cnn.log --model cnn --train-images 2048 --batch-size 128
 flocktrain train_resnet50.log --model resnet50 --train-images 256 --batch-size 32
+# Two ranks of one NCCL communicator cannot share a GPU: the two-rank test
+# needs two (a rehearsal runs it to its skip).
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+dpTests=(TestDataParallelMatchesCPU)
+if [[ -n "$rehearsal" ]] || ((gpus >= 2)); then
+	dpTests+=(TestDataParallelTwoGPUs)
+fi
+gotest training 150 training_nccl.log "$bin/nccltest" "${dpTests[@]}"
+flockrun run_dp_cnn.log --model cnn --train-images 2048 --batch-size 128
 stages+=(training:ok)
 
 # performance: a failed or skipped measurement is reported, not fatal.

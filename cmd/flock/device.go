@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/flockml/flock/backend"
 	"github.com/flockml/flock/backend/cuda"
+	"github.com/flockml/flock/dist"
+	"github.com/flockml/flock/dist/nccl"
 	"github.com/flockml/flock/tensor"
 )
 
@@ -74,31 +77,76 @@ func (d deviceChoice) open(localRank int) (tensor.Device, error) {
 
 // deviceFlag adds --device to fs.
 func deviceFlag(fs *flag.FlagSet, device *string) {
-	fs.StringVar(device, "device", *device, "where the model, its optimizer state and the batches live: cpu, cuda (the GPU of the launcher's LOCAL_RANK, GPU 0 alone) or cuda:N")
+	fs.StringVar(device, "device", *device, "where the model, its optimizer state and the batches live: cpu, cuda (the GPU of the launcher's LOCAL_RANK, GPU 0 alone) or cuda:N; on a GPU --workers defaults to 1, and several workers are one process per GPU (flock run --nproc gpu)")
+}
+
+// gpuWorkers checks the in-process workers of a run on a GPU: one, which
+// is also the default there (workersGiven false), or a launcher's rank.
+// Several in-process workers on one GPU are refused: they would queue
+// their kernels on the one compute stream of the GPU, one after another,
+// for the speed of one worker with their batches together, and flock run
+// gives one process per GPU instead, joined by NCCL.
+func gpuWorkers(dc deviceChoice, workers int, workersGiven, launched bool) (int, error) {
+	if !dc.gpu || launched {
+		return workers, nil
+	}
+	if !workersGiven {
+		return 1, nil
+	}
+	if workers > 1 {
+		return 0, fmt.Errorf("--device %s trains one worker per process (--workers 1): for %d workers start one process per GPU, flock run --nproc %d -- flock train --device cuda (or --nproc gpu for every GPU of the node)", dc, workers, workers)
+	}
+	return workers, nil
 }
 
 // placeOnDevice opens the --device of a process with the given local rank
-// and makes it the default of new tensors, so that the model, the optimizer's
-// state and the batches are made there. It returns the exit status of a
-// failure, having reported it in one line, or −1.
-func placeOnDevice(device string, localRank, workers int, launched bool, stderr io.Writer) int {
+// and makes it the default of new tensors, so that the model, the
+// optimizer's state and the batches are made there; it sets *workers as
+// gpuWorkers says. It returns the device (nil for the CPU) and the exit
+// status of a failure, having reported it in one line, or −1.
+func placeOnDevice(device string, localRank int, workers *int, workersGiven, launched bool, stderr io.Writer) (tensor.Device, int) {
 	dc, err := parseDevice(device)
 	if err != nil {
-		return usageError(stderr, "%v", err)
+		return nil, usageError(stderr, "%v", err)
 	}
+	n, err := gpuWorkers(dc, *workers, workersGiven, launched)
+	if err != nil {
+		return nil, usageError(stderr, "%v", err)
+	}
+	*workers = n
 	dev, err := dc.open(localRank)
 	if err != nil {
 		fmt.Fprintf(stderr, "flock train: %v\n", err)
-		return exitUsage
+		return nil, exitUsage
 	}
-	if dev == nil {
-		return -1
+	if dev != nil {
+		tensor.SetDefaultDevice(dev)
 	}
-	if workers > 1 || launched {
-		// The strategies' buffers and the in-process and TCP communicators
-		// work on host memory.
-		return usageError(stderr, "--device %s trains one worker alone (--workers 1, no launcher): the strategies run on the CPU", dc)
+	return dev, -1
+}
+
+// ncclWorld reports whether a launched process training on dev with the
+// named strategy joins its world through NCCL: on a GPU, for every
+// strategy but Swarm, whose partners talk over TCP connections of their
+// own (dist.Pairs, made through a TCP world) and whose arithmetic works on
+// a host copy of the model. Elsewhere the world is TCP (shared memory on
+// one host), and the strategies stage a GPU model's values through host
+// buffers.
+func ncclWorld(dev tensor.Device, strategy string) bool {
+	_, gpu := dev.(*cuda.Backend)
+	return gpu && strategy != "swarm"
+}
+
+// joinWorld returns the world communicator of a launched process: NCCL on
+// its GPU where ncclWorld says so (the unique id made by rank 0 and handed
+// out through the job's rendezvous store), dist.Init's otherwise.
+func joinWorld(ctx context.Context, env dist.Env, dev tensor.Device, strategy string, opts dist.InitOptions) (dist.Comm, error) {
+	if !ncclWorld(dev, strategy) {
+		return dist.Init(ctx, env, opts)
 	}
-	tensor.SetDefaultDevice(dev)
-	return -1
+	c, err := nccl.Init(ctx, env, dev.(*cuda.Backend), opts)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }

@@ -10,25 +10,82 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/flockml/flock/backend/cuda"
 	"github.com/flockml/flock/dist"
 	"github.com/flockml/flock/dist/launch"
 )
 
 // runOptions are the flags of flock run.
 type runOptions struct {
-	nproc, nnodes, nodeRank int
-	master                  string
-	grace, timeout          time.Duration
+	nproc            nprocValue
+	nnodes, nodeRank int
+	master           string
+	grace, timeout   time.Duration
+}
+
+// nprocValue is --nproc: a number of processes, or gpu for one per GPU of
+// the node (torchrun's --nproc-per-node gpu).
+type nprocValue struct {
+	n   int
+	gpu bool
+}
+
+func (v *nprocValue) String() string {
+	if v.gpu {
+		return "gpu"
+	}
+	return strconv.Itoa(v.n)
+}
+
+func (v *nprocValue) Set(s string) error {
+	if s == "gpu" {
+		*v = nprocValue{gpu: true}
+		return nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return fmt.Errorf("%q: want a number or gpu", s)
+	}
+	*v = nprocValue{n: n}
+	return nil
+}
+
+// count returns the processes v asks for; gpus counts the node's GPUs
+// (cuda.Available and cuda.DeviceCount in flock run), failing with the
+// reason when there are none.
+func (v nprocValue) count(gpus func() (int, error)) (int, error) {
+	if !v.gpu {
+		return v.n, nil
+	}
+	n, err := gpus()
+	if err != nil {
+		return 0, fmt.Errorf("--nproc gpu: %w", err)
+	}
+	if n < 1 {
+		return 0, errors.New("--nproc gpu: the CUDA driver sees no GPU")
+	}
+	return n, nil
+}
+
+// nodeGPUs counts the GPUs the CUDA driver sees (CUDA_VISIBLE_DEVICES
+// applies), or says why there are none.
+func nodeGPUs() (int, error) {
+	if ok, err := cuda.Available(); !ok {
+		return 0, err
+	}
+	return cuda.DeviceCount(), nil
 }
 
 func runFlags(o *runOptions) *flag.FlagSet {
 	fs := flag.NewFlagSet("flock run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.IntVar(&o.nproc, "nproc", 1, "processes to start on this node")
+	o.nproc = nprocValue{n: 1}
+	fs.Var(&o.nproc, "nproc", "processes to start on this node, `N`, or gpu: one per GPU the CUDA driver sees (each rank's LOCAL_RANK picks its GPU for --device cuda)")
 	fs.IntVar(&o.nnodes, "nnodes", 1, "nodes of the job, each running flock run with the same --nproc")
 	fs.IntVar(&o.nodeRank, "node-rank", 0, "this node's index in [0, nnodes)")
 	fs.StringVar(&o.master, "master", "", "`HOST:PORT` of rank 0's rendezvous store (required for several nodes; default on one node: 127.0.0.1 and a free port)")
@@ -45,6 +102,9 @@ PROGRAM, each with torchrun's variables set (RANK, WORLD_SIZE, LOCAL_RANK,
 LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), the job's secret in
 FLOCK_JOB_TOKEN, and GOMAXPROCS and OMP_NUM_THREADS set to the cores divided
 by --nproc unless already set. Rank r of node n is n·nproc + local rank.
+--nproc gpu starts one process per GPU of the node (torchrun's
+--nproc-per-node gpu), counted through the CUDA driver; flock train
+--device cuda then trains each rank on the GPU of its LOCAL_RANK.
 
 On one node the secret is made up when FLOCK_JOB_TOKEN is not set; for
 several nodes, set the same FLOCK_JOB_TOKEN on every node (e.g. the output
@@ -60,6 +120,7 @@ FreeBSD; elsewhere flock train notices that its parent is gone).
 
 Examples:
   flock run --nproc 4 -- flock train --model cnn
+  flock run --nproc gpu -- flock train --device cuda --strategy dp
   flock run --nnodes 2 --node-rank 0 --master node1:29500 --nproc 8 -- flock train
 
 Flags:
@@ -111,6 +172,10 @@ func runLaunch(args []string, stdout, stderr io.Writer) int {
 	if o.timeout < 0 {
 		return runUsageError(stderr, "timeout %v: want > 0", o.timeout)
 	}
+	nproc, err := o.nproc.count(nodeGPUs)
+	if err != nil {
+		return runUsageError(stderr, "%v", err)
+	}
 	var env []string
 	if o.timeout > 0 {
 		env = append(os.Environ(), dist.TimeoutEnv+"="+o.timeout.String())
@@ -130,7 +195,7 @@ func runLaunch(args []string, stdout, stderr io.Writer) int {
 	defer signal.Stop(sigs)
 	log := commandLogger(stderr, "flock run")
 	code, err := launch.Run(context.Background(), launch.Config{
-		NProc:    o.nproc,
+		NProc:    nproc,
 		NNodes:   o.nnodes,
 		NodeRank: o.nodeRank,
 		Master:   o.master,

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flockml/flock/backend/cuda"
 	"github.com/flockml/flock/dist"
 )
 
@@ -37,6 +38,45 @@ func TestRunUsage(t *testing.T) {
 		{"help timeout", []string{"run", "--help"}, exitOK, []string{"--timeout DURATION", "FLOCK_TIMEOUT"}, nil, false},
 		{"negative timeout", []string{"run", "--timeout", "-1s", "--", "true"}, exitUsage, nil, []string{"timeout -1s: want > 0"}, false},
 		{"program not found", []string{"run", "--", "no-such-program-flock"}, exitFailure, nil, []string{"flock run: ", "no-such-program-flock"}, false},
+		{"bad nproc", []string{"run", "--nproc", "many", "--", "true"}, exitUsage, nil, []string{`invalid value "many" for flag -nproc: "many": want a number or gpu`}, false},
+		{"help nproc gpu", []string{"run", "--help"}, exitOK, []string{"--nproc gpu starts one process per GPU", "flock run --nproc gpu -- flock train --device cuda"}, nil, false},
+	})
+}
+
+// TestRunNProcGPU checks --nproc gpu: one rank per GPU the driver sees, and
+// a one-line refusal, exit status 2, naming what was missing without a
+// driver or without a GPU.
+func TestRunNProcGPU(t *testing.T) {
+	t.Parallel()
+	gpu := nprocValue{gpu: true}
+	for _, c := range []struct {
+		name string
+		v    nprocValue
+		gpus func() (int, error)
+		want int
+		err  string
+	}{
+		{"number", nprocValue{n: 3}, func() (int, error) { panic("GPUs counted for --nproc 3") }, 3, ""},
+		{"two GPUs", gpu, func() (int, error) { return 2, nil }, 2, ""},
+		{"no driver", gpu, func() (int, error) { return 0, errors.New("no CUDA driver found (tried libcuda.so.1)") }, 0, "--nproc gpu: no CUDA driver found (tried libcuda.so.1)"},
+		{"no GPU", gpu, func() (int, error) { return 0, nil }, 0, "--nproc gpu: the CUDA driver sees no GPU"},
+	} {
+		got, err := c.v.count(c.gpus)
+		if c.err != "" {
+			if err == nil || err.Error() != c.err {
+				t.Errorf("%s: error %v, want %q", c.name, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%s: %d, %v; want %d", c.name, got, err, c.want)
+		}
+	}
+	if ok, _ := cuda.Available(); ok {
+		return
+	}
+	runCLICases(t, []cliCase{
+		{"no GPU here", []string{"run", "--nproc", "gpu", "--", "true"}, exitUsage, nil, []string{"flock run: --nproc gpu: no CUDA driver found (tried "}, false},
 	})
 }
 

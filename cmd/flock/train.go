@@ -143,7 +143,8 @@ decode and augment the batches ahead of the step (random-resized crops with
 reading its shard, and memory stays bounded by --data-cache-mib whatever
 the file's size. --test-data VAL.beton is evaluated on centre crops. Each
 record's data_wait_s says how long a step waited for its batch. --device
-cuda trains one worker on a GPU (flock doctor says what it finds).
+cuda trains one worker on a GPU (flock doctor says what it finds); several
+workers on GPUs are one process per GPU, started by a launcher (below).
 
 Output: a progress bar when stdout is a terminal, periodic lines otherwise,
 then a summary table; with --json, one JSON object per line instead:
@@ -158,9 +159,9 @@ run resumed from it continues exactly as if it had not stopped. It is
 written at the end of each epoch (and every --checkpoint-every steps), with
 a checksum of its tensors: a damaged or edited checkpoint is refused.
 
-Workers: --workers K (default 4) trains K workers in this process, each on
-its own shard of the data with --batch-size images per step, cooperating by
---strategy:
+Workers: --workers K (default 4; with --device cuda 1, the only choice)
+trains K workers in this process, each on its own shard of the data with
+--batch-size images per step, cooperating by --strategy:
   local   Local SGD (Local AdamW, Local LARS with --optimizer): each worker
           steps alone for H steps, then the parameters are averaged in one
           all-reduce; H comes from --sync (default qsr: the Quadratic
@@ -199,7 +200,11 @@ those of its shard, and images/s counts every worker. Under local and
 diloco every worker writes its own checkpoint file (their models differ
 mid-round) and --checkpoint PATH names the set's manifest; these sets are
 written at the end of each epoch, at --stop-after, and on Ctrl-C or SIGTERM,
-which stop every worker at the next synchronization.
+which stop every worker at the next synchronization. With --device cuda each
+process trains on the GPU of its LOCAL_RANK and the workers communicate
+through NCCL, the strategies' buffers on the GPU ('flock run --nproc gpu'
+starts one process per GPU of the node); Swarm's workers talk over TCP,
+their models copied to host memory for each exchange.
 
 Flags:
 `)
@@ -233,6 +238,7 @@ Examples:
   flock train --sync constant --h 8             # Local SGD, averaging every 8 steps
   flock train --strategy diloco --optimizer adamw --lr 1e-3
   flock run --nproc 4 -- flock train            # the default run over 4 processes
+  flock run --nproc gpu -- flock train --device cuda --strategy dp  # one process per GPU, NCCL
   flock train --workers 1 --data train.beton --test-data val.beton --model resnet50 --image-size 160 --flip
 `)
 }
@@ -324,7 +330,8 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 		}
 		o.workers = 1
 	}
-	if code := placeOnDevice(o.device, env.LocalRank, o.workers, launched, stderr); code >= 0 {
+	dev, code := placeOnDevice(o.device, env.LocalRank, &o.workers, flagGiven(fs, "workers"), launched, stderr)
+	if code >= 0 {
 		return code
 	}
 	if o.threads > 0 {
@@ -374,7 +381,7 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 		// JointSpar saves work on one worker too.
 		comms = dist.NewLocal(o.workers)
 	case launched:
-		c, err := dist.Init(ctx, env, dist.InitOptions{Timeout: o.timeout, Logger: commandLogger(stderr, "flock train")})
+		c, err := joinWorld(ctx, env, dev, cfg.Strategy.Name, dist.InitOptions{Timeout: o.timeout, Logger: commandLogger(stderr, "flock train")})
 		if err != nil {
 			fmt.Fprintf(stderr, "flock train: rank %d of %d: %v\n", env.Rank, env.Size, err)
 			if ctx.Err() != nil {

@@ -64,6 +64,7 @@ type Comm struct {
 var (
 	_ dist.Comm      = (*Comm)(nil)
 	_ dist.Exchanger = (*Comm)(nil)
+	_ dist.Placed    = (*Comm)(nil)
 )
 
 // New creates this rank's communicator: rank 0 makes the unique id
@@ -139,12 +140,16 @@ func (c *Comm) setup() error {
 
 // Init joins the job env describes with NCCL on dev: rank 0 serves the
 // rendezvous store at MasterAddr:MasterPort (as dist.Init does), every rank
-// dials it, and New runs with it.
+// dials it, and New runs with it. The timeout is opts.Timeout, else
+// env.Timeout, else dist.DefaultTimeout, as for dist.Init.
 func Init(ctx context.Context, env dist.Env, dev *cuda.Backend, opts dist.InitOptions) (*Comm, error) {
 	if err := env.Validate(); err != nil {
 		return nil, err
 	}
 	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = env.Timeout
+	}
 	if timeout <= 0 {
 		timeout = dist.DefaultTimeout
 	}
@@ -208,8 +213,9 @@ func (c *Comm) Rank() int { return c.rank }
 // Size implements dist.Comm.
 func (c *Comm) Size() int { return c.size }
 
-// Device is the GPU the communicator's tensors live on.
-func (c *Comm) Device() *cuda.Backend { return c.dev }
+// Device implements dist.Placed: the GPU the communicator's tensors live
+// on.
+func (c *Comm) Device() tensor.Device { return c.dev }
 
 // ncclType is the ncclDataType_t of dt.
 func ncclType(dt backend.DType) (int32, bool) {
