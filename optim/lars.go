@@ -33,7 +33,11 @@ type LARS struct {
 	opt LARSOptions
 }
 
-var _ Optimizer = (*LARS)(nil)
+var (
+	_ Optimizer    = (*LARS)(nil)
+	_ UpdateScaler = (*LARS)(nil)
+	_ Adaptive     = (*LARS)(nil)
+)
 
 // NewLARS returns a LARS optimizer over groups.
 func NewLARS(groups []*Group, opt LARSOptions) *LARS {
@@ -88,6 +92,19 @@ func (o *LARS) Step() {
 
 // SetUpdateScale implements UpdateScaler.
 func (o *LARS) SetUpdateScale(p *autograd.Var, s float64) { o.setUpdateScale(p, s) }
+
+// Adapts implements Adaptive: p's update is scaled by its trust ratio
+// unless p's group is NoAdapt (or p is not among the optimizer's).
+func (o *LARS) Adapts(p *autograd.Var) bool {
+	for _, g := range o.groups {
+		for _, q := range g.Params {
+			if q == p {
+				return !g.NoAdapt
+			}
+		}
+	}
+	return false
+}
 
 // SplitForLARS returns two groups of params: those that adapt (and decay)
 // and those of rank ≤ 1 — biases and normalisation weights — that do

@@ -89,6 +89,14 @@ type UpdateScaler interface {
 	SetUpdateScale(p *autograd.Var, s float64)
 }
 
+// Adaptive is implemented by the optimizers (LARS) that scale some
+// parameters' updates layer-wise and step the others — biases and
+// normalisation parameters — with the plain gradient at the same rate.
+type Adaptive interface {
+	// Adapts reports whether p's update is scaled layer-wise.
+	Adapts(p *autograd.Var) bool
+}
+
 func (b *base) setUpdateScale(p *autograd.Var, s float64) {
 	if s == 1 {
 		delete(b.scales, p)

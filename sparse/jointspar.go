@@ -54,7 +54,8 @@ type layer struct {
 // computes and all-reduces the gradients of those layers only, rescaled by
 // 1/p_ℓ so that the update stays unbiased, and leaves the others
 // untouched. With LARS as the optimizer it is JointSpar-LARS: the trust
-// ratio applies to the rescaled gradient.
+// ratio is LARS's, and the update it scales is rescaled by 1/p_ℓ (the
+// biases' and normalisation parameters' updates are not rescaled).
 type JointSpar struct {
 	comm  dist.Comm
 	meter *dist.Meter
@@ -259,10 +260,17 @@ func (j *JointSpar) AfterBackward(s *train.StepContext) error {
 
 // scale makes layer i's update an unbiased estimate: the optimizer scales
 // the update by s where it can (SGD, LARS: LARS's trust ratio would undo a
-// scaled gradient), otherwise the gradient is scaled.
+// scaled gradient), otherwise the gradient is scaled. The parameters that
+// a layer-wise optimizer does not adapt (LARS's biases and normalisation
+// parameters, stepped with the plain gradient at LARS's large rate) keep
+// their update unscaled: a step of s·η·g at such a rate diverges.
 func (j *JointSpar) scale(o optim.Optimizer, i int, s float64) {
 	us, ok := o.(optim.UpdateScaler)
+	ad, adaptive := o.(optim.Adaptive)
 	for _, v := range j.layers[i].params {
+		if adaptive && !ad.Adapts(v) {
+			continue
+		}
 		if ok {
 			us.SetUpdateScale(v, s)
 		} else if s != 1 {

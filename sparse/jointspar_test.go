@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -437,5 +438,53 @@ func TestVarianceOnModel(t *testing.T) {
 			t.Errorf("%s: variance %.4g with p ∝ ‖g_ℓ‖, %.4g with uniform p", name, v, u)
 		}
 		t.Logf("%s: variance %.4g with p ∝ ‖g_ℓ‖, %.4g with uniform p (%d layers)", name, v, u, len(norms))
+	}
+}
+
+// TestLARSScalesAdaptedOnly checks JointSpar-LARS's update of a drawn
+// layer against LARS's full step on the same batch: the weights, whose
+// update LARS adapts, move 1/p_ℓ times as far, and the biases, which LARS
+// steps with the plain gradient, move as far.
+func TestLARSScalesAdaptedOnly(t *testing.T) {
+	withLARS := func(f *fixture) {
+		vars := make([]*autograd.Var, len(f.params))
+		names := make([]string, len(f.params))
+		for i, p := range f.params {
+			vars[i], names[i] = p.Param, p.Name
+		}
+		f.sc.Optimizer = optim.NewLARS(optim.SplitForLARS(vars, names, 1, 0), optim.LARSOptions{})
+	}
+	full := newFixture(t, "cnn", sparse.Options{Budget: 1})
+	withLARS(full)
+	want, _, _ := full.estimate(t, 0)
+	f := newFixture(t, "cnn", sparse.Options{Budget: 0.5, PMin: 0.2, Seed: 4})
+	withLARS(f)
+	checked := map[bool]int{}
+	for step := range 8 {
+		got, drawn, _ := f.estimate(t, step)
+		p := f.js.Probabilities()
+		off := 0
+		for _, np := range f.params {
+			n := np.Param.Value.NumElements()
+			l := slices.IndexFunc(f.js.Layers(), func(name string) bool { return strings.HasPrefix(np.Name, name+".") })
+			scale := 0.0
+			if drawn[l] {
+				scale = 1.0
+				if np.Param.Value.Dim() > 1 {
+					scale = 1 / p[l]
+				}
+				checked[np.Param.Value.Dim() > 1]++
+			}
+			for k := off; k < off+n; k++ {
+				// The displacements are differences of float32 values.
+				if d := math.Abs(got[k] - scale*want[k]); d > 1e-2*math.Abs(scale*want[k])+1e-7 {
+					t.Fatalf("step %d, %s (p %.3f, drawn %v): moved %.6g, want %.6g", step, np.Name, p[l], drawn[l], got[k], scale*want[k])
+				}
+			}
+			off += n
+		}
+	}
+	if checked[true] == 0 || checked[false] == 0 {
+		t.Fatalf("no drawn weight or bias in 8 steps: %v", checked)
 	}
 }
