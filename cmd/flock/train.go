@@ -342,11 +342,11 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 	// killing, stops the run as Ctrl-C does: with a checkpoint.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	go func() {
+	go func(signalled context.Context) {
 		// A second signal kills the process at once.
-		<-ctx.Done()
+		<-signalled.Done()
 		stop()
-	}()
+	}(ctx)
 	if launched {
 		var cancel context.CancelFunc
 		ctx, cancel = stopWithParent(ctx, commandLogger(stderr, "flock train"))
