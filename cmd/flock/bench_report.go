@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/flockml/flock/bench"
 )
 
 // benchReport is how the benchmark subcommands report: JSON Lines records
@@ -81,4 +83,15 @@ func peerScript(name, script string, stderr io.Writer) bool {
 		return false
 	}
 	return true
+}
+
+// peerPython returns the interpreter that runs peer's script: python (the
+// --python flag) for Debian's PyTorch peers, else the peers' environment
+// that bench/peers/setup.sh installs.
+func peerPython(peer, python string) (string, error) {
+	switch peer {
+	case bench.ImplTorch, bench.ImplGloo, bench.ImplNumpy:
+		return python, nil
+	}
+	return bench.PeersPython(".")
 }
