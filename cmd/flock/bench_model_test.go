@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/flockml/flock/backend/cpu"
-	"github.com/flockml/flock/bench"
+	"github.com/flockml/flock/internal/peers"
 )
 
 func TestBenchModelUsage(t *testing.T) {
@@ -28,7 +28,7 @@ func TestBenchModelUsage(t *testing.T) {
 // TestBenchModelPeersVenv: the PyTorch 2 peers need bench/peers/setup.sh's
 // environment, and its absence is one clear line naming the script.
 func TestBenchModelPeersVenv(t *testing.T) {
-	t.Setenv(bench.PeersVenvEnv, filepath.Join(t.TempDir(), "none"))
+	t.Setenv(peers.VenvEnv, filepath.Join(t.TempDir(), "none"))
 	script := filepath.Join("..", "..", "bench", "peers", "torch_model.py")
 	runCLICases(t, []cliCase{
 		{"torch2", []string{"bench", "model", "--peer", "torch2", "--peer-script", script}, exitFailure, nil, []string{"bench/peers/setup.sh", "FLOCK_PEERS_VENV"}, false},

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/flockml/flock/bench"
+	"github.com/flockml/flock/internal/peers"
 )
 
 // benchReport is how the benchmark subcommands report: JSON Lines records
@@ -93,5 +94,5 @@ func peerPython(peer, python string) (string, error) {
 	case bench.ImplTorch, bench.ImplGloo, bench.ImplNumpy:
 		return python, nil
 	}
-	return bench.PeersPython(".")
+	return peers.Python(".")
 }
