@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/flockml/flock/bench"
 	"github.com/flockml/flock/internal/peers"
@@ -94,5 +95,16 @@ func peerPython(peer, python string) (string, error) {
 	case bench.ImplTorch, bench.ImplGloo, bench.ImplNumpy:
 		return python, nil
 	}
-	return peers.Python(".")
+	venv, err := peers.Python(".")
+	if err != nil {
+		return "", err
+	}
+	// Relative to the working directory when below it, so that the
+	// results' commands read as they would be typed there.
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, venv); err == nil && filepath.IsLocal(rel) {
+			return "." + string(filepath.Separator) + rel, nil
+		}
+	}
+	return venv, nil
 }
