@@ -52,7 +52,9 @@ def peers_python():
     python = os.path.join(venv, "bin", "python")
     if not os.path.exists(python):
         raise SystemExit(f"compare_conv: no virtual environment at {venv}: install it with bench/peers/setup.sh (or set FLOCK_PEERS_VENV)")
-    return python
+    # Commands run in the repository root: name it from there when below.
+    rel = os.path.relpath(python, ROOT)
+    return python if rel.startswith("..") else os.path.join(".", rel)
 
 
 def peer_command(peer, a):
@@ -145,6 +147,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
     a = ap.parse_args()
+    if a.pairs < 1 or a.runs < 1:
+        raise SystemExit(f"compare_conv: pairs {a.pairs}, runs {a.runs}: want ≥ 1")
     peers = [p for p in a.peers.split(",") if p]
     for p in peers:
         if p not in PEERS or peers.count(p) > 1:
