@@ -223,19 +223,18 @@ func runBenchLoader(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// loaderSummaryRecord is s as a JSON record; a figure without values (a
+// peer whose runs measured no CPU time) is null, JSON having no NaN.
 func loaderSummaryRecord(s bench.LoaderSummary, peer string) map[string]any {
-	st := func(x bench.Stats) map[string]any {
-		return map[string]any{"median": x.Median, "min": x.Min, "max": x.Max, "n": x.N}
-	}
 	rec := map[string]any{"record": "summary", "workers": s.Workers,
-		"flock_img_per_s_per_worker": st(s.Flock.PerWorker), "flock_img_per_cpu_s": st(s.Flock.PerCPUSecond),
+		"flock_img_per_s_per_worker": statsRecord(s.Flock.PerWorker), "flock_img_per_cpu_s": statsRecord(s.Flock.PerCPUSecond),
 		"flock_allocs_per_batch": s.Flock.AllocsPerBatch, "flock_first_batch_s": s.Flock.FirstBatchS,
 		"flock_p50_s": s.Flock.P50S, "flock_p99_s": s.Flock.P99S, "flock_peak_rss_mb": s.Flock.PeakRSSMB, "flock_heap_mb": s.Flock.HeapMB}
 	if peer != "" {
-		rec[peer+"_img_per_s_per_worker"] = st(s.Peer.PerWorker)
-		rec[peer+"_img_per_cpu_s"] = st(s.Peer.PerCPUSecond)
-		rec["ratio_flock_"+peer] = st(s.Ratio)
-		rec["ratio_flock_"+peer+"_per_cpu_s"] = st(s.CPURatio)
+		rec[peer+"_img_per_s_per_worker"] = statsRecord(s.Peer.PerWorker)
+		rec[peer+"_img_per_cpu_s"] = statsRecord(s.Peer.PerCPUSecond)
+		rec["ratio_flock_"+peer] = statsRecord(s.Ratio)
+		rec["ratio_flock_"+peer+"_per_cpu_s"] = statsRecord(s.CPURatio)
 	}
 	return rec
 }
