@@ -40,6 +40,9 @@ fi
 mkdir -p "$out"
 
 venv_python=$(bash bench/peers/setup.sh | tail -n 1)
+# Named from the repository root, where the commands run, when below it.
+rel=$(realpath --no-symlinks --relative-to=. "$venv_python")
+[[ $rel == ../* ]] || venv_python=./$rel
 date=$(date -u +%F)
 work=$(mktemp -d /tmp/flock-measure-work-XXXXXX)
 trap 'rm -rf "$work"' EXIT
