@@ -81,8 +81,8 @@ of the table. The peers:
   torch           PyTorch eager, --python (Debian's PyTorch 1.13)
   torch2          PyTorch 2 eager
   torch2-compile  PyTorch 2, the model under torch.compile (inductor, C++ on
-                  the CPU); compilation happens in the first warm-up step,
-                  is left out of the timed steps and reported apart
+                  the CPU); it compiles in an untimed step of its own
+                  before the warm-up steps, reported apart
 
 torch2 and torch2-compile run in the environment that bench/peers/setup.sh
 installs (.cache/peers/venv in the repository root, or $FLOCK_PEERS_VENV).
@@ -202,7 +202,7 @@ type modelRecord struct {
 	bench.ModelStepResult
 	PeakFraction float64 `json:"peak_fraction,omitempty"`
 	// Version is the peer's PyTorch version; CompileS the seconds
-	// torch.compile took in the first warm-up step, beyond a timed step.
+	// torch.compile took in its untimed first step, beyond a timed step.
 	Version  string  `json:"version,omitempty"`
 	CompileS float64 `json:"compile_s,omitempty"`
 }
@@ -393,7 +393,7 @@ func writeModelTable(w io.Writer, sums []modelSummary, peers []string, peak floa
 	for _, s := range sums {
 		for _, p := range s.Peers {
 			if p.CompileS > 0 {
-				fmt.Fprintf(w, "\n%s %s: torch.compile took %.1f s (median over the runs), in the first warm-up step, outside the timed steps.\n", s.Model, p.Impl, p.CompileS)
+				fmt.Fprintf(w, "\n%s %s: torch.compile took %.1f s (median over the runs), in an untimed step before the warm-up steps.\n", s.Model, p.Impl, p.CompileS)
 			}
 		}
 	}
