@@ -26,4 +26,11 @@
 // Lines and a Markdown table of medians, ranges and pairwise ratios to
 // bench/results/. The method is that of the project's BENCHMARKS.md: both
 // in one run, alternating, the peer at its best setup.
+//
+// Debian's PyTorch 1.13 is the peer "torch". Today's peers — PyTorch 2
+// eager and under torch.compile (ImplTorch2, ImplTorch2Compile), FFCV's
+// Loader (ImplFFCV) and torchft's LocalSGD and DiLoCo (ImplTorchFT) — run
+// in a virtual environment that bench/peers/setup.sh installs, pinned, and
+// that package internal/peers finds; bench/peers/measure.sh re-measures
+// every table that has such a peer.
 package bench

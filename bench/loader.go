@@ -290,7 +290,7 @@ type LoaderComparison struct {
 	// Flock is the command that makes one flock measurement and prints its
 	// LoaderResult as a JSON line; "--workers N" is appended.
 	Flock []string
-	// Peer is "" or ImplTorch; PeerCommand its command, to which
+	// Peer is "", ImplTorch or ImplFFCV; PeerCommand its command, to which
 	// "--workers N" is appended.
 	Peer        string
 	PeerCommand []string
@@ -307,8 +307,8 @@ func RunLoaderComparison(ctx context.Context, cfg LoaderComparison, emit func(Lo
 	if len(cfg.Flock) == 0 {
 		return nil, errors.New("bench: loader: no flock command")
 	}
-	if cfg.Peer != "" && (cfg.Peer != ImplTorch || len(cfg.PeerCommand) == 0) {
-		return nil, fmt.Errorf("bench: loader: peer %q with command %q: want torch and its command", cfg.Peer, cfg.PeerCommand)
+	if cfg.Peer != "" && (cfg.Peer != ImplTorch && cfg.Peer != ImplFFCV || len(cfg.PeerCommand) == 0) {
+		return nil, fmt.Errorf("bench: loader: peer %q with command %q: want torch or ffcv and its command", cfg.Peer, cfg.PeerCommand)
 	}
 	timeout := cfg.Timeout
 	if timeout <= 0 {

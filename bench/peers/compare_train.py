@@ -16,6 +16,9 @@ Run from the repository root with Debian's python3:
 
   /usr/bin/python3 bench/peers/compare_train.py
 
+or with the python of bench/peers/setup.sh's environment, whose PyTorch 2
+the peer then uses.
+
 PyTorch gets its best setup on these machines (BENCHMARKS.md):
 torch.set_num_threads(2), OPENBLAS_CORETYPE unset, OPENBLAS_NUM_THREADS=1
 (OpenBLAS threads otherwise spin against PyTorch's OpenMP threads). flock
@@ -202,7 +205,8 @@ def report(machine, records, models, steps, a):
         f"AVX-512: {'yes' if machine['cpu_flags_avx512'] else 'no'}; kernel {machine['kernel']}; "
         f"git {machine['git_head']}.",
         f"- flock: {machine['go']}, GOMAXPROCS {flock_threads}.",
-        f"- PyTorch {machine['torch']} ({machine['python']}, Debian python3-torch), "
+        f"- PyTorch {machine['torch']} ({machine['python']}"
+        f"{', Debian python3-torch' if machine['python'].startswith('/usr/bin/') else ''}), "
         f"torch.set_num_threads({a.threads}), OPENBLAS_CORETYPE unset, OPENBLAS_NUM_THREADS=1, "
         f"oneDNN available: {onednn}.",
         f"- Load: the machine is shared. Load average {machine['loadavg_start']} at the start, "
@@ -242,7 +246,8 @@ def main():
 
     machine = {
         "record": "machine",
-        "command": "/usr/bin/python3 bench/peers/compare_train.py" + "".join(
+        "command": shlex.quote(os.path.relpath(sys.executable, ROOT) if sys.executable.startswith(ROOT + os.sep) else sys.executable)
+        + " bench/peers/compare_train.py" + "".join(
             " " + shlex.quote(x) for x in sys.argv[1:]),
         "date": a.date,
         "start": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),

@@ -13,9 +13,18 @@ Run it with Debian's /usr/bin/python3 (python3-torch), 2 threads and
 OPENBLAS_CORETYPE unset (see BENCHMARKS.md):
 
     /usr/bin/python3 bench/peers/torch_conv.py --threads 2
+
+or with the PyTorch 2 of bench/peers/setup.sh's environment, where
+--compile runs each pass under torch.compile (inductor): its first call
+compiles, outside the timed calls, and its seconds are reported apart.
+--json prints one JSON record per shape and pass instead of the text, as
+bench/peers/compare_conv.py reads them; --shapes picks shapes by a regular
+expression.
 """
 
 import argparse
+import json
+import re
 import statistics
 import time
 
@@ -54,11 +63,19 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--compile", action="store_true", help="each pass under torch.compile (PyTorch 2)")
+    ap.add_argument("--json", action="store_true", help="JSON records instead of text")
+    ap.add_argument("--shapes", default="", help="regular expression choosing shapes by name")
     args = ap.parse_args()
+    if args.compile and not hasattr(torch, "compile"):
+        raise SystemExit(f"torch_conv: --compile needs PyTorch 2, not {torch.__version__}")
     torch.set_num_threads(args.threads)
     torch.manual_seed(1)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    if not args.json:
+        print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
     for name, n, c, hw, o, k, s, p, g in SHAPES:
+        if not re.search(args.shapes, name):
+            continue
         x = torch.randn(n, c, hw, hw)
         w = torch.randn(o, c // g, k, k)
         y = F.conv2d(x, w, None, s, p, 1, g)
@@ -76,9 +93,24 @@ def main():
         ]
         cells = []
         for label, fn in passes:
+            compile_s = None
+            if args.compile:
+                torch._dynamo.reset()
+                fn = torch.compile(fn)
+                start = time.perf_counter()
+                fn()
+                compile_s = time.perf_counter() - start
             ms = median_ms(fn, args.runs)
+            if args.json:
+                rec = {"shape": name, "pass": label, "ms": ms, "gflops": flops / ms / 1e6,
+                       "runs": args.runs, "threads": torch.get_num_threads(),
+                       "version": torch.__version__, "compile": args.compile}
+                if compile_s is not None:
+                    rec["compile_s"] = compile_s
+                print(json.dumps(rec), flush=True)
             cells.append(f"{label} {ms:8.2f} ms {flops / ms / 1e6:7.1f} GFLOP/s")
-        print(f"{name:28s} " + "  ".join(cells))
+        if not args.json:
+            print(f"{name:28s} " + "  ".join(cells))
 
 
 if __name__ == "__main__":

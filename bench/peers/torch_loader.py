@@ -20,7 +20,6 @@ After --warmup batches it times --batches batches and prints one JSON object
 /proc for the main process and every worker process.
 """
 
-import argparse
 import io
 import json
 import os
@@ -35,6 +34,9 @@ import torchvision
 from PIL import Image
 from torch.utils.data import DataLoader, Dataset
 from torchvision import transforms
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from loader_timing import Batches, arguments, pct, timed  # noqa: E402
 
 HEADER = np.dtype([("version", "<u2"), ("num_fields", "<u2"), ("page_size", "<u4"),
                    ("num_samples", "<u8"), ("alloc_table_ptr", "<u8")])
@@ -152,16 +154,7 @@ def worker_init(_):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--file", required=True)
-    ap.add_argument("--decoder", default="rrc", choices=["rrc", "center", "raw"])
-    ap.add_argument("--size", type=int, default=224)
-    ap.add_argument("--batch-size", type=int, default=64)
-    ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--batches", type=int, default=50)
-    ap.add_argument("--seed", type=int, default=0)
-    a = ap.parse_args()
+    a = arguments(__doc__.splitlines()[0])
     torch.set_num_threads(1)
     torch.manual_seed(a.seed)
 
@@ -181,40 +174,17 @@ def main():
     if len(loader) == 0:
         sys.exit(f"torch_loader: {a.file}: fewer samples than a batch of {a.batch_size}")
 
-    it = iter(loader)
-
-    def next_batch():
-        nonlocal it
-        try:
-            return next(it)
-        except StopIteration:
-            it = iter(loader)
-            return next(it)
-
-    next_batch()
+    batches = Batches(loader)
+    batches.next()
     first = time.perf_counter() - start
     for _ in range(a.warmup):
-        next_batch()
-    pids = ["self"] + [w.pid for w in getattr(it, "_workers", [])]
+        batches.next()
+    pids = ["self"] + [w.pid for w in getattr(batches.it, "_workers", [])]
     cpu0 = cpu_seconds(pids)
-    lat, images = [], 0
-    t0 = prev = time.perf_counter()
-    for _ in range(a.batches):
-        x, _y = next_batch()
-        now = time.perf_counter()
-        lat.append(now - prev)
-        prev = now
-        images += x.shape[0]
-    seconds = time.perf_counter() - t0
-    pids = ["self"] + [w.pid for w in getattr(it, "_workers", [])]
+    images, seconds, lat = timed(batches, a.batches)
+    pids = ["self"] + [w.pid for w in getattr(batches.it, "_workers", [])]
     cpu = cpu_seconds(pids) - cpu0
     child_rss = max([peak_rss_mb(p) for p in pids[1:]] or [0.0])
-    lat.sort()
-
-    def pct(p):
-        x = p * (len(lat) - 1)
-        i = int(x)
-        return lat[-1] if i + 1 >= len(lat) else lat[i] + (x - i) * (lat[i + 1] - lat[i])
 
     ips = images / seconds
     print(json.dumps({
@@ -224,7 +194,7 @@ def main():
         "batch_size": a.batch_size, "batches": a.batches, "images": images, "seconds": seconds,
         "cpu_s": cpu, "img_per_s": ips, "img_per_s_per_worker": ips / max(a.workers, 1),
         "img_per_cpu_s": images / cpu if cpu > 0 else 0.0, "first_batch_s": first,
-        "p50_s": pct(0.5), "p99_s": pct(0.99), "allocs_per_batch": 0, "bytes_per_batch": 0,
+        "p50_s": pct(lat, 0.5), "p99_s": pct(lat, 0.99), "allocs_per_batch": 0, "bytes_per_batch": 0,
         "peak_rss_mb": peak_rss_mb(), "peak_rss_child_mb": child_rss,
     }), flush=True)
 

@@ -11,7 +11,13 @@ measurement with the field names of flock's bench.ModelStepResult (medians
 over the timed steps, in milliseconds).
 
 Run it with Debian's /usr/bin/python3 (python3-torch, python3-torchvision),
-2 threads and OPENBLAS_CORETYPE unset (see BENCHMARKS.md).
+2 threads and OPENBLAS_CORETYPE unset (see BENCHMARKS.md), or with the
+PyTorch 2 of bench/peers/setup.sh's environment. With --compile (PyTorch 2)
+the model runs under torch.compile (inductor, C++ kernels on the CPU): the
+first step compiles its forward and backward graphs, untimed, before the
+--warmup steps (the record's warmup counts it), and the record's compile_s
+is that step's time less the median timed step. The optimizer step stays
+eager.
 """
 
 import argparse
@@ -116,6 +122,9 @@ def measure(a, name):
     model = build(name, a.image, a.channels, a.classes)
     model.train()
     opt = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE, momentum=MOMENTUM)
+    params = sum(p.numel() for p in model.parameters())
+    if a.compile:
+        model = torch.compile(model)
     x = torch.randn(a.batch, a.channels, a.image, a.image)
     y = torch.randint(0, a.classes, (a.batch,))
     times = {"forward": [], "backward": [], "optimizer": [], "step": []}
@@ -131,19 +140,24 @@ def measure(a, name):
         opt.step()
         opt.zero_grad(set_to_none=True)
         t3 = time.perf_counter()
+        if record is None:
+            return t3 - t0
         if record:
             for k, v in (("forward", t1 - t0), ("backward", t2 - t1), ("optimizer", t3 - t2), ("step", t3 - t0)):
                 times[k].append(1000 * v)
 
+    first = None
+    if a.compile:
+        first = step(None)
     for _ in range(a.warmup):
         step(False)
     for _ in range(a.steps):
         step(True)
     med = {k: statistics.median(v) for k, v in times.items()}
-    return {
+    r = {
         "model": name, "batch": a.batch, "image": a.image, "channels": a.channels,
-        "classes": a.classes, "warmup": a.warmup, "steps": a.steps,
-        "params": sum(p.numel() for p in model.parameters()),
+        "classes": a.classes, "warmup": a.warmup + 1 if a.compile else a.warmup, "steps": a.steps,
+        "params": params,
         "threads": torch.get_num_threads(),
         "forward_ms": med["forward"], "backward_ms": med["backward"],
         "optimizer_ms": med["optimizer"], "step_ms": med["step"],
@@ -151,6 +165,10 @@ def measure(a, name):
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         "loss_first": losses[0], "loss_last": losses[-1],
     }
+    if a.compile:
+        r["compile_s"] = max(first - med["step"] / 1000, 0.0)
+        r["compile_backend"] = "inductor"
+    return r
 
 
 def main():
@@ -164,7 +182,10 @@ def main():
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2, help="torch.set_num_threads")
+    ap.add_argument("--compile", action="store_true", help="run the model under torch.compile (PyTorch 2)")
     a = ap.parse_args()
+    if a.compile and not hasattr(torch, "compile"):
+        raise SystemExit(f"torch_model: --compile needs PyTorch 2, not {torch.__version__}")
     torch.set_num_threads(a.threads)
     r = measure(a, a.model)
     r.update({

@@ -39,7 +39,7 @@ func loaderFlags(o *loaderOptions) *flag.FlagSet {
 	fs.IntVar(&o.synthetic, "synthetic", 0, "without --file: write `N` synthetic photo-like images (JPEG q90, --synthetic-res px) to a temporary file and read it")
 	fs.IntVar(&o.syntheticRes, "synthetic-res", 256, "side in `PIXELS` of the synthetic images")
 	fs.StringVar(&o.workers, "workers", "1,2", "comma-separated worker `COUNTS` (goroutines for flock, DataLoader processes for torch)")
-	fs.StringVar(&o.peer, "peer", "", "also measure `PEER`, alternating with flock: torch (DataLoader + torchvision + PIL)")
+	fs.StringVar(&o.peer, "peer", "", "also measure `PEER`, alternating with flock: torch (DataLoader + torchvision + PIL) or ffcv (FFCV's Loader)")
 	fs.StringVar(&o.decoder, "decoder", bench.DecoderRRC, "pipeline: rrc (random-resized-crop + flip + normalize), center (centre crop + normalize) or raw (stored pixels + flip + normalize)")
 	fs.IntVar(&o.size, "size", 224, "output side of the rrc and center pipelines, in `PIXELS`")
 	fs.IntVar(&o.batchSize, "batch-size", 64, "images per batch")
@@ -50,8 +50,8 @@ func loaderFlags(o *loaderOptions) *flag.FlagSet {
 	fs.BoolVar(&o.json, "json", false, "write JSON Lines records to stdout instead of the table")
 	fs.StringVar(&o.out, "out", "", "also write loader_<date>.jsonl and loader_<date>.md into `DIR` (e.g. bench/results)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "limit of each run")
-	fs.StringVar(&o.python, "python", bench.DefaultPython, "Python interpreter with PyTorch, for --peer torch")
-	fs.StringVar(&o.script, "peer-script", filepath.Join("bench", "peers", "torch_loader.py"), "the PyTorch peer's script")
+	fs.StringVar(&o.python, "python", bench.DefaultPython, "Python interpreter with PyTorch, for --peer torch (ffcv uses bench/peers/setup.sh's environment)")
+	fs.StringVar(&o.script, "peer-script", "", "the peer's script (default bench/peers/torch_loader.py or bench/peers/ffcv_loader.py)")
 	fs.BoolVar(&o.single, "single", false, "measure flock once in this process with the one --workers count and print its JSON record (what each flock run of the comparison does)")
 	return fs
 }
@@ -81,6 +81,15 @@ RandomResizedCrop + RandomHorizontalFlip + ToTensor + Normalize). The table
 gives the median and range over the rounds, and the round-by-round ratios
 flock/torch; the first round is a warm-up and is left out.
 
+With --peer ffcv every round runs bench/peers/ffcv_loader.py instead: FFCV's
+own Loader on the same file, random order, drop_last, the same batch size,
+image size and number of workers (FFCV's are threads), with the pipeline of
+FFCV's ImageNet example on the CPU (rrc: RandomResizedCropRGBImageDecoder,
+RandomHorizontalFlip, NormalizeImage to float32, ToTensor, ToTorchImage;
+center: CenterCropRGBImageDecoder; raw: SimpleRGBImageDecoder). It runs in
+the environment that bench/peers/setup.sh installs (.cache/peers/venv in the
+repository root, or $FLOCK_PEERS_VENV).
+
 To make a JPEG test file: flock convert synthetic X.beton --n 2000 --size
 256x256 (q90), flock convert imagefolder DIR X.beton --max-res 256, or
 --synthetic N here. FLOCK_JPEG=go measures the pure-Go JPEG decoder.
@@ -106,8 +115,10 @@ func runBenchLoader(args []string, stdout, stderr io.Writer) int {
 	default:
 		return benchUsage(stderr, "loader", "unknown decoder %q (want rrc, center or raw)", o.decoder)
 	}
-	if o.peer != "" && o.peer != bench.ImplTorch {
-		return benchUsage(stderr, "loader", "unknown peer %q (peers: torch)", o.peer)
+	switch o.peer {
+	case "", bench.ImplTorch, bench.ImplFFCV:
+	default:
+		return benchUsage(stderr, "loader", "unknown peer %q (peers: torch, ffcv)", o.peer)
 	}
 	if o.size < 1 || o.batchSize < 1 || o.batches < 1 || o.warmup < 0 || o.pairs < 0 || o.synthetic < 0 || o.syntheticRes < 8 {
 		return benchUsage(stderr, "loader", "size %d, batch size %d, batches %d, warm-up %d, pairs %d, synthetic %d at %d px: want positive sizes and counts (warm-up, pairs, synthetic ≥ 0, synthetic-res ≥ 8)",
@@ -165,11 +176,19 @@ func runBenchLoader(args []string, stdout, stderr io.Writer) int {
 		Workers: workers, Pairs: o.pairs, Peer: o.peer, Timeout: o.timeout, Stderr: stderr,
 		Flock: append([]string{exe, "bench", "loader", "--single"}, common...),
 	}
-	if o.peer == bench.ImplTorch {
-		if !peerScript("loader", o.script, stderr) {
+	if o.peer != "" {
+		script := o.script
+		if script == "" {
+			script = filepath.Join("bench", "peers", o.peer+"_loader.py")
+		}
+		if !peerScript("loader", script, stderr) {
 			return exitFailure
 		}
-		cmp.PeerCommand = append([]string{o.python, o.script}, common...)
+		python, err := peerPython(o.peer, o.python)
+		if err != nil {
+			return fail(err)
+		}
+		cmp.PeerCommand = append([]string{python, script}, common...)
 		cmp.PeerEnv = []string{"OMP_NUM_THREADS=1"}
 	}
 	start := time.Now().UTC()
@@ -204,19 +223,18 @@ func runBenchLoader(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// loaderSummaryRecord is s as a JSON record; a figure without values (a
+// peer whose runs measured no CPU time) is null, JSON having no NaN.
 func loaderSummaryRecord(s bench.LoaderSummary, peer string) map[string]any {
-	st := func(x bench.Stats) map[string]any {
-		return map[string]any{"median": x.Median, "min": x.Min, "max": x.Max, "n": x.N}
-	}
 	rec := map[string]any{"record": "summary", "workers": s.Workers,
-		"flock_img_per_s_per_worker": st(s.Flock.PerWorker), "flock_img_per_cpu_s": st(s.Flock.PerCPUSecond),
+		"flock_img_per_s_per_worker": statsRecord(s.Flock.PerWorker), "flock_img_per_cpu_s": statsRecord(s.Flock.PerCPUSecond),
 		"flock_allocs_per_batch": s.Flock.AllocsPerBatch, "flock_first_batch_s": s.Flock.FirstBatchS,
 		"flock_p50_s": s.Flock.P50S, "flock_p99_s": s.Flock.P99S, "flock_peak_rss_mb": s.Flock.PeakRSSMB, "flock_heap_mb": s.Flock.HeapMB}
 	if peer != "" {
-		rec[peer+"_img_per_s_per_worker"] = st(s.Peer.PerWorker)
-		rec[peer+"_img_per_cpu_s"] = st(s.Peer.PerCPUSecond)
-		rec["ratio_flock_"+peer] = st(s.Ratio)
-		rec["ratio_flock_"+peer+"_per_cpu_s"] = st(s.CPURatio)
+		rec[peer+"_img_per_s_per_worker"] = statsRecord(s.Peer.PerWorker)
+		rec[peer+"_img_per_cpu_s"] = statsRecord(s.Peer.PerCPUSecond)
+		rec["ratio_flock_"+peer] = statsRecord(s.Ratio)
+		rec["ratio_flock_"+peer+"_per_cpu_s"] = statsRecord(s.CPURatio)
 	}
 	return rec
 }
@@ -231,7 +249,11 @@ func writeLoaderResults(dir string, machine map[string]any, rs []bench.LoaderRes
 		fmt.Fprintf(b, "File %s, pipeline %s (output %v px), batches of %v, random order; each run is one process that reads %v warm-up batches and times %v. ",
 			machine["file"], machine["decoder"], machine["size"], machine["batch_size"], machine["warmup"], machine["batches"])
 		if peer != "" {
-			fmt.Fprintf(b, "Each round runs flock and then %s (bench/peers/torch_loader.py: DataLoader with the same number of worker processes, PIL + torchvision) for each worker count; %v rounds after one warm-up round; figures are the median (min–max) over the rounds, and the ratios are flock/%s computed round by round.\n\n", peer, machine["pairs"], peer)
+			how := "bench/peers/torch_loader.py: DataLoader with the same number of worker processes, PIL + torchvision"
+			if peer == bench.ImplFFCV {
+				how = "bench/peers/ffcv_loader.py: FFCV's Loader with the same number of worker threads and the pipeline of FFCV's ImageNet example on the CPU"
+			}
+			fmt.Fprintf(b, "Each round runs flock and then %s (%s) for each worker count; %v rounds after one warm-up round; figures are the median (min–max) over the rounds, and the ratios are flock/%s computed round by round.\n\n", peer, how, machine["pairs"], peer)
 		} else {
 			fmt.Fprintf(b, "%v rounds after one warm-up round; figures are the median (min–max) over the rounds.\n\n", machine["pairs"])
 		}

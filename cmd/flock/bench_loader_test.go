@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flockml/flock/bench"
+	"github.com/flockml/flock/internal/peers"
 )
 
 func TestBenchLoaderUsage(t *testing.T) {
@@ -16,7 +19,7 @@ func TestBenchLoaderUsage(t *testing.T) {
 		{"no file", []string{"bench", "loader"}, exitUsage, nil, []string{"give one of --file X.beton and --synthetic N"}, false},
 		{"both", []string{"bench", "loader", "--file", file, "--synthetic", "10"}, exitUsage, nil, []string{"give one of"}, false},
 		{"decoder", []string{"bench", "loader", "--file", file, "--decoder", "crop"}, exitUsage, nil, []string{`unknown decoder "crop"`}, false},
-		{"peer", []string{"bench", "loader", "--file", file, "--peer", "dali"}, exitUsage, nil, []string{`unknown peer "dali"`}, false},
+		{"peer", []string{"bench", "loader", "--file", file, "--peer", "dali"}, exitUsage, nil, []string{`unknown peer "dali"`, "ffcv"}, false},
 		{"workers", []string{"bench", "loader", "--file", file, "--workers", "1,0"}, exitUsage, nil, []string{`workers "0": want ≥ 1`}, false},
 		{"single", []string{"bench", "loader", "--file", file, "--single"}, exitUsage, nil, []string{"--single measures one worker count"}, false},
 		{"missing file", []string{"bench", "loader", "--file", "/nonexistent/x.beton", "--workers", "1", "--single"}, exitFailure, nil, []string{"/nonexistent/x.beton"}, false},
@@ -24,10 +27,23 @@ func TestBenchLoaderUsage(t *testing.T) {
 	})
 }
 
+// TestBenchLoaderPeersVenv: the FFCV peer needs bench/peers/setup.sh's
+// environment, and its absence is one clear line naming the script.
+func TestBenchLoaderPeersVenv(t *testing.T) {
+	t.Setenv(peers.VenvEnv, filepath.Join(t.TempDir(), "none"))
+	file := filepath.Join(ffcvTestdata, "jpeg_q90_max256.beton")
+	runCLICases(t, []cliCase{
+		{"ffcv", []string{"bench", "loader", "--file", file, "--peer", "ffcv", "--peer-script", filepath.Join("..", "..", "bench", "peers", "ffcv_loader.py")},
+			exitFailure, nil, []string{"bench/peers/setup.sh", "FLOCK_PEERS_VENV"}, false},
+		{"default script", []string{"bench", "loader", "--file", file, "--peer", "ffcv"}, exitFailure, nil, []string{filepath.Join("bench", "peers", "ffcv_loader.py")}, false},
+	})
+}
+
 // TestBenchLoader runs a tiny comparison with the built binary over a
 // synthetic file, checking the JSON records and the results written.
 // FLOCK_TEST_TORCH=1 adds the PyTorch peer (needs /usr/bin/python3 with
-// PyTorch; slow to start).
+// PyTorch; slow to start), FLOCK_TEST_PEERS=1 the FFCV peer (needs
+// bench/peers/setup.sh's environment).
 func TestBenchLoader(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds flock and runs processes; skipped in -short mode")
@@ -39,6 +55,9 @@ func TestBenchLoader(t *testing.T) {
 	if os.Getenv("FLOCK_TEST_TORCH") == "1" {
 		args = append(args, "--peer", "torch", "--peer-script", filepath.Join("..", "..", "bench", "peers", "torch_loader.py"))
 		impls = append(impls, "torch")
+	} else if os.Getenv("FLOCK_TEST_PEERS") == "1" {
+		args = append(args, "--peer", "ffcv", "--peer-script", filepath.Join("..", "..", "bench", "peers", "ffcv_loader.py"))
+		impls = append(impls, "ffcv")
 	}
 	counts := map[string]int{}
 	for _, line := range runJSONLines(t, args...) {
@@ -69,5 +88,26 @@ func TestBenchLoader(t *testing.T) {
 	md, _ := os.ReadFile(matches[0])
 	if !strings.Contains(string(md), "| 2 | flock |") || !strings.Contains(string(md), "flock bench loader --synthetic 24") {
 		t.Errorf("Markdown results:\n%s", md)
+	}
+}
+
+// TestLoaderSummaryRecordWithoutCPURatio: a peer whose runs measured no
+// CPU time (too short for the clock's ticks) leaves the per-CPU-second
+// ratio without figures; the summary record still encodes as JSON.
+func TestLoaderSummaryRecordWithoutCPURatio(t *testing.T) {
+	res := []bench.LoaderResult{
+		{Impl: bench.ImplFlock, Workers: 1, Pair: 1, PerWorker: 100, PerCPUSecond: 90},
+		{Impl: bench.ImplTorch, Workers: 1, Pair: 1, PerWorker: 50},
+	}
+	sums := bench.SummarizeLoader(res, bench.ImplTorch)
+	if len(sums) != 1 || sums[0].CPURatio.N != 0 || sums[0].Ratio.N != 1 {
+		t.Fatalf("summaries %+v, want one with a ratio of images/s and none per CPU-second", sums)
+	}
+	b, err := json.Marshal(loaderSummaryRecord(sums[0], bench.ImplTorch))
+	if err != nil {
+		t.Fatalf("summary record: %v", err)
+	}
+	if !strings.Contains(string(b), `"ratio_flock_torch_per_cpu_s":null`) || !strings.Contains(string(b), `"ratio_flock_torch":{`) {
+		t.Errorf("summary record %s: want the ratio of images/s and a null per-CPU-second ratio", b)
 	}
 }

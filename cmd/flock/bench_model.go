@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,8 +49,8 @@ func modelFlags(o *modelOptions) *flag.FlagSet {
 	fs.IntVar(&o.warmup, "warmup", 2, "untimed steps in each run")
 	fs.IntVar(&o.steps, "steps", 5, "timed steps in each run (a run's figures are their medians)")
 	fs.IntVar(&o.pairs, "pairs", 3, "measured rounds (≥ 1), after one warm-up round; each round runs flock (and the peer) once per model")
-	fs.StringVar(&o.peer, "peer", "", "also measure `PEER`, alternating with flock: torch (PyTorch eager)")
-	fs.StringVar(&o.python, "python", bench.DefaultPython, "Python interpreter with PyTorch and torchvision, for --peer torch")
+	fs.StringVar(&o.peer, "peer", "", "also measure `PEERS`, a comma-separated list alternating with flock: torch (Debian's PyTorch, eager), torch2 (PyTorch 2, eager), torch2-compile (PyTorch 2, torch.compile)")
+	fs.StringVar(&o.python, "python", bench.DefaultPython, "Python interpreter with PyTorch and torchvision, for --peer torch (torch2 and torch2-compile use bench/peers/setup.sh's environment)")
 	fs.StringVar(&o.script, "peer-script", filepath.Join("bench", "peers", "torch_model.py"), "the PyTorch peer's script")
 	fs.Float64Var(&o.peak, "peak-gflops", 0, "the machine's float32 peak in GFLOP/s for the fraction-of-peak column (default: measured as flock bench gemm does, by independent FMAs on all threads)")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "limit of each run")
@@ -71,10 +72,20 @@ matrix products and convolutions that ran (2 per multiply-add), giving the
 step's GFLOP/s and its fraction of the machine's peak. Every run is a fresh
 process, so its peak resident memory is the model's.
 
-With --peer torch every round also runs bench/peers/torch_model.py (the same
-architecture in PyTorch eager, 2 threads) right after flock, and the table
-gives the median and range of the round-by-round ratios flock/torch of
-images/s. The first round is a warm-up and is left out of the table.
+With --peer every round also runs bench/peers/torch_model.py (the same
+architecture in PyTorch, 2 threads) right after flock, once for each peer
+of the list, and the table gives the median and range of the round-by-round
+ratios flock/peer of images/s. The first round is a warm-up and is left out
+of the table. The peers:
+
+  torch           PyTorch eager, --python (Debian's PyTorch 1.13)
+  torch2          PyTorch 2 eager
+  torch2-compile  PyTorch 2, the model under torch.compile (inductor, C++ on
+                  the CPU); it compiles in an untimed step of its own
+                  before the warm-up steps, reported apart
+
+torch2 and torch2-compile run in the environment that bench/peers/setup.sh
+installs (.cache/peers/venv in the repository root, or $FLOCK_PEERS_VENV).
 
 Flags:
 `)
@@ -92,13 +103,25 @@ func runBenchModel(args []string, stdout, stderr io.Writer) int {
 		return benchUsage(stderr, "model", "batch %d, image %d, channels %d, classes %d, warmup %d, steps %d, pairs %d: want warmup ≥ 0 and the rest ≥ 1",
 			o.batch, o.image, o.channels, o.classes, o.warmup, o.steps, o.pairs)
 	}
-	if o.peer != "" && o.peer != "torch" {
-		return benchUsage(stderr, "model", "unknown peer %q (peers: torch)", o.peer)
-	}
-	if o.peer != "" && !peerScript("model", o.script, stderr) {
-		return exitFailure
+	peers, err := bench.ParsePeers(o.peer, []string{bench.ImplTorch, bench.ImplTorch2, bench.ImplTorch2Compile})
+	if err != nil {
+		return benchUsage(stderr, "model", "%v", err)
 	}
 	rep := newBenchReport("model", o.json, stdout, stderr)
+	if len(peers) > 0 && !peerScript("model", o.script, stderr) {
+		return exitFailure
+	}
+	peerArgv := map[string][]string{}
+	for _, p := range peers {
+		python, err := peerPython(p, o.python)
+		if err != nil {
+			return rep.fail(err)
+		}
+		peerArgv[p] = []string{python, o.script}
+		if p == bench.ImplTorch2Compile {
+			peerArgv[p] = append(peerArgv[p], "--compile")
+		}
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return rep.fail(err)
@@ -116,8 +139,15 @@ func runBenchModel(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	start := time.Now().UTC()
 	machine := machineRecord("model", args, start, map[string]any{
-		"peak_gflops": peak, "peak_estimate": peakHow,
+		"peak_gflops": peak, "peak_estimate": peakHow, "pairs": o.pairs,
 	})
+	if len(peers) > 0 {
+		cmds := map[string]string{}
+		for p, argv := range peerArgv {
+			cmds[p] = strings.Join(argv, " ")
+		}
+		machine["peer_commands"] = cmds
+	}
 	rep.machine(machine)
 	common := []string{"--batch", strconv.Itoa(o.batch), "--image", strconv.Itoa(o.image), "--channels", strconv.Itoa(o.channels),
 		"--classes", strconv.Itoa(o.classes), "--warmup", strconv.Itoa(o.warmup), "--steps", strconv.Itoa(o.steps)}
@@ -125,21 +155,17 @@ func runBenchModel(args []string, stdout, stderr io.Writer) int {
 	names := strings.Split(o.models, ",")
 	for round := 0; round <= o.pairs; round++ {
 		for _, name := range names {
-			impls := []string{"flock"}
-			if o.peer != "" {
-				impls = append(impls, o.peer)
-			}
-			for _, impl := range impls {
+			for _, impl := range append([]string{"flock"}, peers...) {
 				argv := append([]string{exe, "bench", modelWorker, "--model", name}, common...)
-				if impl == "torch" {
-					argv = append([]string{o.python, o.script, "--model", name}, common...)
+				if impl != "flock" {
+					argv = append(append(slices.Clone(peerArgv[impl]), "--model", name), common...)
 				}
 				r, err := runModelMeasurement(ctx, argv, o.timeout, stderr)
 				if err != nil {
 					return rep.failRun(ctx, fmt.Errorf("%s %s: %w", impl, name, err))
 				}
 				r.Impl, r.Round, r.Warmup = impl, round, round == 0
-				if impl == "torch" {
+				if impl != "flock" {
 					// The peer's FLOPs are those of the same architecture.
 					if f := lastFlock(records, name); f != nil {
 						r.ForwardFLOPs, r.StepFLOPs = f.ForwardFLOPs, f.StepFLOPs
@@ -150,17 +176,17 @@ func runBenchModel(args []string, stdout, stderr io.Writer) int {
 					r.PeakFraction = r.GFLOPS / peak
 				}
 				records = append(records, r)
-				rep.measurement(r, round, r.Warmup, "%-5s %-14s %8.1f img/s  step %8.2f ms", impl, name, r.ImagesPerSec, r.StepMs)
+				rep.measurement(r, round, r.Warmup, "%-14s %-14s %8.1f img/s  step %8.2f ms", impl, name, r.ImagesPerSec, r.StepMs)
 			}
 		}
 	}
-	sums := summarizeModels(records, names, o.peer)
+	sums := summarizeModels(records, names, peers)
 	_ = summaries(rep, sums, func(s modelSummary) any { return s }, func(w io.Writer) error {
-		writeModelTable(w, sums, o.peer, peak, peakHow)
+		writeModelTable(w, sums, peers, peak, peakHow)
 		return nil
 	})
 	if o.out != "" {
-		if err := writeModelResults(o.out, machine, records, sums, o.peer, peak, peakHow, start); err != nil {
+		if err := writeModelResults(o.out, machine, records, sums, peers, peak, peakHow, start); err != nil {
 			return rep.fail(err)
 		}
 	}
@@ -175,6 +201,10 @@ type modelRecord struct {
 	Warmup bool   `json:"warmup_round"`
 	bench.ModelStepResult
 	PeakFraction float64 `json:"peak_fraction,omitempty"`
+	// Version is the peer's PyTorch version; CompileS the seconds
+	// torch.compile took in its untimed first step, beyond a timed step.
+	Version  string  `json:"version,omitempty"`
+	CompileS float64 `json:"compile_s,omitempty"`
 }
 
 func lastFlock(rs []modelRecord, name string) *modelRecord {
@@ -199,7 +229,7 @@ func runModelMeasurement(ctx context.Context, argv []string, timeout time.Durati
 	}
 	var r modelRecord
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r.ModelStepResult); err != nil {
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
 		return modelRecord{}, fmt.Errorf("%s: reading its record: %w", strings.Join(argv, " "), err)
 	}
 	return r, nil
@@ -239,13 +269,24 @@ func runModelWorker(args []string, stdout, stderr io.Writer) int {
 }
 
 // modelSummary gives, for one model, the medians (min–max) over the
-// measured rounds and the round-by-round ratio flock/peer of images/s.
+// measured rounds and, for each peer, the round-by-round ratio flock/peer
+// of images/s.
 type modelSummary struct {
-	Record string       `json:"record"` // "summary"
-	Model  string       `json:"model"`
-	Flock  modelStats   `json:"flock"`
-	Peer   *modelStats  `json:"peer,omitempty"`
-	Ratio  *bench.Stats `json:"ratio_img_per_s,omitempty"`
+	Record string             `json:"record"` // "summary"
+	Model  string             `json:"model"`
+	Flock  modelStats         `json:"flock"`
+	Peers  []modelPeerSummary `json:"peers,omitempty"`
+}
+
+// modelPeerSummary is one peer's part of a modelSummary.
+type modelPeerSummary struct {
+	Impl    string `json:"impl"`
+	Version string `json:"version"`
+	modelStats
+	Ratio bench.Stats `json:"ratio_flock_img_per_s"`
+	// CompileS is the median of the runs' compilation seconds
+	// (torch2-compile), left out of their timed steps.
+	CompileS float64 `json:"compile_s,omitempty"`
 }
 
 type modelStats struct {
@@ -262,27 +303,36 @@ type modelStats struct {
 	Params       int         `json:"params"`
 }
 
-func summarizeModels(rs []modelRecord, names []string, peer string) []modelSummary {
+func summarizeModels(rs []modelRecord, names []string, peers []string) []modelSummary {
 	var out []modelSummary
 	for _, name := range names {
 		s := modelSummary{Record: "summary", Model: name, Flock: statsOf(rs, name, "flock")}
-		if peer != "" {
-			p := statsOf(rs, name, peer)
-			s.Peer = &p
-			byRound := map[int]float64{}
-			for _, r := range rs {
-				if r.Model == name && r.Impl == "flock" && !r.Warmup {
-					byRound[r.Round] = r.ImagesPerSec
-				}
+		byRound := map[int]float64{}
+		for _, r := range rs {
+			if r.Model == name && r.Impl == "flock" && !r.Warmup {
+				byRound[r.Round] = r.ImagesPerSec
 			}
-			var ratios []float64
+		}
+		for _, peer := range peers {
+			p := modelPeerSummary{Impl: peer, modelStats: statsOf(rs, name, peer)}
+			var ratios, compile []float64
 			for _, r := range rs {
-				if f, ok := byRound[r.Round]; ok && r.Model == name && r.Impl == peer {
+				if r.Model != name || r.Impl != peer {
+					continue
+				}
+				p.Version = r.Version
+				if r.CompileS > 0 {
+					compile = append(compile, r.CompileS)
+				}
+				if f, ok := byRound[r.Round]; ok {
 					ratios = append(ratios, f/r.ImagesPerSec)
 				}
 			}
-			st := bench.StatsOf(ratios)
-			s.Ratio = &st
+			p.Ratio = bench.StatsOf(ratios)
+			if len(compile) > 0 {
+				p.CompileS = bench.Median(compile)
+			}
+			s.Peers = append(s.Peers, p)
 		}
 		out = append(out, s)
 	}
@@ -307,14 +357,14 @@ func statsOf(rs []modelRecord, name, impl string) modelStats {
 	return s
 }
 
-func writeModelTable(w io.Writer, sums []modelSummary, peer string, peak float64, peakHow string) {
+func writeModelTable(w io.Writer, sums []modelSummary, peers []string, peak float64, peakHow string) {
 	fmt.Fprintf(w, "| model | impl | params | img/s median (min–max) | fwd ms | bwd ms | opt ms | step ms | GFLOP/img (step) | GFLOP/s | of peak | peak RSS |")
-	if peer != "" {
-		fmt.Fprintf(w, " flock/%s img/s |", peer)
+	if len(peers) > 0 {
+		fmt.Fprint(w, " flock/impl img/s |")
 	}
 	fmt.Fprintln(w)
 	fmt.Fprint(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-	if peer != "" {
+	if len(peers) > 0 {
 		fmt.Fprint(w, "---:|")
 	}
 	fmt.Fprintln(w)
@@ -322,32 +372,51 @@ func writeModelTable(w io.Writer, sums []modelSummary, peer string, peak float64
 		fmt.Fprintf(w, "| %s | %s | %d | %.1f (%.1f–%.1f) | %.1f | %.1f | %.1f | %.1f | %.3g | %.1f | %.1f%% | %.2f GiB |",
 			model, impl, s.Params, s.ImagesPerSec.Median, s.ImagesPerSec.Min, s.ImagesPerSec.Max,
 			s.ForwardMs, s.BackwardMs, s.OptimizerMs, s.StepMs, s.StepFLOPs/1e9, s.GFLOPS, 100*s.PeakFraction, float64(s.PeakRSS)/(1<<30))
-		if peer != "" {
-			if ratio != nil {
-				fmt.Fprintf(w, " %.2f (%.2f–%.2f) |", ratio.Median, ratio.Min, ratio.Max)
-			} else {
-				fmt.Fprint(w, " |")
-			}
+		switch {
+		case len(peers) == 0:
+		case ratio != nil:
+			fmt.Fprintf(w, " %.2f (%.2f–%.2f) |", ratio.Median, ratio.Min, ratio.Max)
+		default:
+			fmt.Fprint(w, " |")
 		}
 		fmt.Fprintln(w)
 	}
 	for _, s := range sums {
-		row(s.Model, "flock", s.Flock, s.Ratio)
-		if s.Peer != nil {
-			row(s.Model, peer, *s.Peer, nil)
+		row(s.Model, "flock", s.Flock, nil)
+		for _, p := range s.Peers {
+			row(s.Model, p.Impl, p.modelStats, &p.Ratio)
 		}
 	}
 	if peak > 0 {
 		fmt.Fprintf(w, "\nPeak: %.0f GFLOP/s (%s).\n", peak, peakHow)
 	}
+	for _, s := range sums {
+		for _, p := range s.Peers {
+			if p.CompileS > 0 {
+				fmt.Fprintf(w, "\n%s %s: torch.compile took %.1f s (median over the runs), in an untimed step before the warm-up steps.\n", s.Model, p.Impl, p.CompileS)
+			}
+		}
+	}
 }
 
-func writeModelResults(dir string, machine map[string]any, rs []modelRecord, sums []modelSummary, peer string, peak float64, peakHow string, start time.Time) error {
+func writeModelResults(dir string, machine map[string]any, rs []modelRecord, sums []modelSummary, peers []string, peak float64, peakHow string, start time.Time) error {
 	recs := add(add(records{machine}, rs), sums)
 	return writeResults(dir, "model", start, recs, func(b *strings.Builder, jsonl string) error {
 		reportHeader(b, "Training steps of models", start, machine["command"])
-		writeModelTable(b, sums, peer, peak, peakHow)
+		if len(peers) > 0 {
+			fmt.Fprintf(b, "Each round runs flock and then each peer (%s) for each model; %v rounds after one warm-up round; figures are the median (min–max) over the rounds, and the ratios are flock/peer of images/s computed round by round.\n\n",
+				strings.Join(peers, ", "), machine["pairs"])
+		}
+		writeModelTable(b, sums, peers, peak, peakHow)
 		reportMachine(b, machine)
+		for _, p := range peers {
+			for _, r := range rs {
+				if r.Impl == p {
+					fmt.Fprintf(b, "- %s: PyTorch %s (`%s`).\n", p, r.Version, machine["peer_commands"].(map[string]string)[p])
+					break
+				}
+			}
+		}
 		fmt.Fprintf(b, "- Records: `%s`.\n", jsonl)
 		return nil
 	})

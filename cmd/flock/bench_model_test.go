@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/flockml/flock/backend/cpu"
+	"github.com/flockml/flock/internal/peers"
 )
 
 func TestBenchModelUsage(t *testing.T) {
@@ -15,17 +16,31 @@ func TestBenchModelUsage(t *testing.T) {
 		{"listed", []string{"bench", "--help"}, exitOK, []string{"model", "allreduce"}, nil, false},
 		{"help", []string{"bench", "model", "--help"}, exitOK, []string{"Usage: flock bench model", "-peer PEER", "-image SIDE"}, nil, false},
 		{"bad batch", []string{"bench", "model", "--batch", "0"}, exitUsage, nil, []string{"batch 0"}, false},
-		{"unknown peer", []string{"bench", "model", "--peer", "jax"}, exitUsage, nil, []string{`unknown peer "jax"`}, false},
+		{"unknown peer", []string{"bench", "model", "--peer", "jax"}, exitUsage, nil, []string{`unknown peer "jax"`, "torch2-compile"}, false},
+		{"unknown peer in a list", []string{"bench", "model", "--peer", "torch2,tf"}, exitUsage, nil, []string{`unknown peer "tf"`}, false},
+		{"peer twice", []string{"bench", "model", "--peer", "torch2,torch2"}, exitUsage, nil, []string{`peer "torch2" given twice`}, false},
 		{"stray argument", []string{"bench", "model", "resnet18"}, exitUsage, nil, []string{`unexpected argument "resnet18"`}, false},
 		{"missing peer script", []string{"bench", "model", "--peer", "torch", "--peer-script", "/nonexistent/p.py"}, exitFailure, nil, []string{"/nonexistent/p.py"}, false},
 		{"worker: unknown model", []string{"bench", modelWorker, "--model", "resnet9000"}, exitFailure, nil, []string{"resnet9000"}, false},
 	})
 }
 
+// TestBenchModelPeersVenv: the PyTorch 2 peers need bench/peers/setup.sh's
+// environment, and its absence is one clear line naming the script.
+func TestBenchModelPeersVenv(t *testing.T) {
+	t.Setenv(peers.VenvEnv, filepath.Join(t.TempDir(), "none"))
+	script := filepath.Join("..", "..", "bench", "peers", "torch_model.py")
+	runCLICases(t, []cliCase{
+		{"torch2", []string{"bench", "model", "--peer", "torch2", "--peer-script", script}, exitFailure, nil, []string{"bench/peers/setup.sh", "FLOCK_PEERS_VENV"}, false},
+		{"torch and torch2-compile", []string{"bench", "model", "--peer", "torch,torch2-compile", "--peer-script", script}, exitFailure, nil, []string{"bench/peers/setup.sh"}, false},
+	})
+}
+
 // TestBenchModel runs a tiny measurement of the small CNN through the built
 // binary (each run is a child process) and checks the JSON records.
 // FLOCK_TEST_TORCH=1 adds the PyTorch peer (needs /usr/bin/python3 with
-// PyTorch and torchvision).
+// PyTorch and torchvision), FLOCK_TEST_PEERS=1 the PyTorch 2 peers (needs
+// bench/peers/setup.sh's environment; torch.compile takes a minute).
 func TestBenchModel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds flock; skipped in -short mode")
@@ -33,11 +48,17 @@ func TestBenchModel(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"bench", "model", "--model", "cnn", "--batch", "4", "--image", "28", "--channels", "1",
 		"--warmup", "1", "--steps", "2", "--pairs", "1", "--json", "--out", dir, "--peak-gflops", "100"}
-	impls := []string{"flock"}
+	var peers []string
 	if os.Getenv("FLOCK_TEST_TORCH") == "1" {
-		args = append(args, "--peer", "torch", "--peer-script", filepath.Join("..", "..", "bench", "peers", "torch_model.py"))
-		impls = append(impls, "torch")
+		peers = append(peers, "torch")
 	}
+	if os.Getenv("FLOCK_TEST_PEERS") == "1" {
+		peers = append(peers, "torch2", "torch2-compile")
+	}
+	if len(peers) > 0 {
+		args = append(args, "--peer", strings.Join(peers, ","), "--peer-script", filepath.Join("..", "..", "bench", "peers", "torch_model.py"))
+	}
+	impls := append([]string{"flock"}, peers...)
 	counts := map[string]int{}
 	for _, line := range runJSONLines(t, args...) {
 		var rec struct {

@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+
+	"github.com/flockml/flock/bench"
+	"github.com/flockml/flock/internal/peers"
 )
 
 // benchReport is how the benchmark subcommands report: JSON Lines records
@@ -81,4 +85,26 @@ func peerScript(name, script string, stderr io.Writer) bool {
 		return false
 	}
 	return true
+}
+
+// peerPython returns the interpreter that runs peer's script: python (the
+// --python flag) for Debian's PyTorch peers, else the peers' environment
+// that bench/peers/setup.sh installs.
+func peerPython(peer, python string) (string, error) {
+	switch peer {
+	case bench.ImplTorch, bench.ImplGloo, bench.ImplNumpy:
+		return python, nil
+	}
+	venv, err := peers.Python(".")
+	if err != nil {
+		return "", err
+	}
+	// Relative to the working directory when below it, so that the
+	// results' commands read as they would be typed there.
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, venv); err == nil && filepath.IsLocal(rel) {
+			return "." + string(filepath.Separator) + rel, nil
+		}
+	}
+	return venv, nil
 }

@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,7 +33,7 @@ func init() {
 }
 
 type strategyOptions struct {
-	measure, model, out                                          string
+	measure, model, peer, script, out                            string
 	batch, image, channels, classes, steps, nproc, warmup, iters int
 	pairs                                                        int
 	timeout                                                      time.Duration
@@ -53,6 +55,8 @@ func strategyFlags(o *strategyOptions) *flag.FlagSet {
 	fs.IntVar(&o.iters, "iters", 5, "timed synchronizations and all-reduces in each pair (sync; a pair's figures are their medians)")
 	fs.IntVar(&o.pairs, "pairs", 5, "measured pairs (≥ 1), after one warm-up pair")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "limit of the sync measurement's processes")
+	fs.StringVar(&o.peer, "peer", "", "also measure `PEER` in alternating rounds (sync): torchft (LocalSGD and DiLoCo over Gloo)")
+	fs.StringVar(&o.script, "peer-script", filepath.Join("bench", "peers", "torchft_sync.py"), "the torchft peer's script")
 	fs.BoolVar(&o.json, "json", false, "write JSON Lines records to stdout instead of the table")
 	fs.StringVar(&o.out, "out", "", "also write strategy_<date>.jsonl and strategy_<date>.md into `DIR` (e.g. bench/results)")
 	return fs
@@ -89,6 +93,16 @@ holds the parameters and two more elements, the new round's H), then
 flat float32 tensor of as many bytes S, each after a barrier. A pair's
 figures are the median times T on rank 0, as bus bandwidth
 2(n-1)/n · S/T in GB/s; the ratio sync/all-reduce should be ≥ %.2f.
+
+With --peer torchft the sync measurement runs in rounds, each a fresh
+flock job over TCP (FLOCK_SHM=0) and then bench/peers/torchft_sync.py:
+torchft's lighthouse and --nproc replicas, each a Manager over torchft's
+ProcessGroupGloo and the same model's parameters in PyTorch, timing
+optimizer steps that are nothing but a LocalSGD or DiLoCo synchronization
+(sync_every 1, no gradients). Every job has its warm-up pair; round 0 is a
+warm-up round; the table gives ms per synchronization, median (min–max)
+over the rounds, and torchft's time over flock's round by round. It runs
+in the environment that bench/peers/setup.sh installs.
 
 Flags:
 `, bench.StepsTarget, bench.SyncTarget)
@@ -132,6 +146,13 @@ func runBenchStrategy(args []string, stdout, stderr io.Writer) int {
 	if o.nproc < 2 {
 		return benchUsage(stderr, name, "nproc %d: want ≥ 2", o.nproc)
 	}
+	switch {
+	case o.peer == "":
+	case o.peer != bench.ImplTorchFT:
+		return benchUsage(stderr, name, "unknown peer %q (peers: torchft)", o.peer)
+	case !slices.Contains(measures, measureSync):
+		return benchUsage(stderr, name, "--peer torchft compares synchronizations: want --measure with sync")
+	}
 	or := func(v, def int) int {
 		if v == 0 {
 			return def
@@ -166,11 +187,36 @@ func runBenchStrategy(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
+	rep := newBenchReport(name, o.json, stdout, stderr)
+	var peerArgv []string
+	if o.peer != "" {
+		if !peerScript(name, o.script, stderr) {
+			return exitFailure
+		}
+		python, err := peerPython(o.peer, "")
+		if err != nil {
+			return rep.fail(err)
+		}
+		c := runs.sync
+		peerArgv = []string{python, o.script, "--model", c.Model, "--image", strconv.Itoa(c.Image), "--channels", strconv.Itoa(c.Channels),
+			"--classes", strconv.Itoa(c.Classes), "--nproc", strconv.Itoa(c.NProc), "--warmup", strconv.Itoa(c.Warmup), "--iters", strconv.Itoa(c.Iters)}
+		// flock over TCP, as torchft's Gloo.
+		if old, ok := os.LookupEnv("FLOCK_SHM"); ok {
+			defer os.Setenv("FLOCK_SHM", old)
+		} else {
+			defer os.Unsetenv("FLOCK_SHM")
+		}
+		os.Setenv("FLOCK_SHM", "0")
+	}
+
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	start := time.Now().UTC()
-	machine := machineRecord(name, args, start, strategyMachine(runs))
-	rep := newBenchReport(name, o.json, stdout, stderr)
+	extra := strategyMachine(runs)
+	if o.peer != "" {
+		extra["peer"], extra["peer_command"] = o.peer, strings.Join(peerArgv, " ")
+	}
+	machine := machineRecord(name, args, start, extra)
 	rep.machine(machine)
 	var (
 		stepsMs []bench.StrategyStepsMeasurement
@@ -190,17 +236,31 @@ func runBenchStrategy(args []string, stdout, stderr io.Writer) int {
 		sums = append(sums, strategyStepsRecord(s))
 		tables = append(tables, func(w io.Writer) error { return bench.WriteStrategyStepsTable(w, s) })
 	}
+	var peerMs []torchftRecord
 	if c := runs.sync; c != nil {
-		syncMs, err = bench.RunStrategySync(ctx, *c, func(m bench.StrategySyncMeasurement) {
-			rep.measurement(m, m.Pair, m.WarmupPair, "sync   %-10s %-8s %d ranks %.2f MB  %9.3f ms  busbw %6.3f GB/s",
+		emit := func(m bench.StrategySyncMeasurement) {
+			rep.measurement(m, m.Pair, m.WarmupPair, "sync   %-16s %-8s %d ranks %.2f MB  %9.3f ms  busbw %6.3f GB/s",
 				m.Impl, m.Model, m.NProc, float64(m.Bytes)/1e6, m.MedianS*1e3, m.BusBW)
-		})
+		}
+		if o.peer == "" {
+			syncMs, err = bench.RunStrategySync(ctx, *c, emit)
+		} else {
+			syncMs, peerMs, err = runStrategySyncTorchft(ctx, *c, peerArgv, o.pairs, o.timeout, emit, func(r torchftRecord) {
+				rep.measurement(r, r.Pair, r.WarmupPair, "sync   %-16s %-8s %d ranks %.2f MB  %9.3f ms  busbw %6.3f GB/s",
+					r.Impl, r.Model, r.NProc, float64(r.Bytes)/1e6, r.MedianS*1e3, r.BusBW)
+			}, stderr)
+		}
 		if err != nil {
 			return rep.failRun(ctx, err)
 		}
 		s := bench.SummarizeStrategySync(syncMs)
 		sums = append(sums, strategySyncRecord(s))
 		tables = append(tables, func(w io.Writer) error { return bench.WriteStrategySyncTable(w, s) })
+		if o.peer != "" {
+			ps := summarizeTorchft(syncMs, peerMs)
+			sums = append(sums, torchftSummaryRecord(ps))
+			tables = append(tables, func(w io.Writer) error { return writeTorchftTable(w, ps) })
+		}
 	}
 	writeTables := func(w io.Writer) error {
 		for i, t := range tables {
@@ -217,7 +277,7 @@ func runBenchStrategy(args []string, stdout, stderr io.Writer) int {
 		return rep.fail(err)
 	}
 	if o.out != "" {
-		recs := add(add(add(records{machine}, stepsMs), syncMs), sums)
+		recs := add(add(add(add(records{machine}, stepsMs), syncMs), peerMs), sums)
 		err := writeResults(o.out, name, start, recs, func(b *strings.Builder, jsonl string) error {
 			reportHeader(b, "Cost of Local SGD", start, machine["command"])
 			if runs.steps != nil {
@@ -228,10 +288,17 @@ func runBenchStrategy(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintf(b, "Sync: %d processes on this machine (the table names the transport); each pair times %d Local.AfterStep calls that close a round (constant H = 1: sampling of the consensus distance, in-place all-reduce avg of the flat buffer holding every parameter and two more elements) and then %d plain all-reduces (avg) of a flat float32 tensor of the same S bytes, each after a barrier; a pair's figure is the median T on rank 0, as bus bandwidth 2(n−1)/n · S/T in GB/s (10⁹ B/s); %d untimed operations of each kind first, %d pairs after one warm-up pair; the ratio sync/all-reduce is computed pair by pair (target ≥ %.2f).\n\n",
 					runs.sync.NProc, o.iters, o.iters, o.warmup, o.pairs, bench.SyncTarget)
 			}
+			if o.peer != "" {
+				fmt.Fprintf(b, "torchft: the sync measurement runs in %d rounds after a warm-up round, each a flock job over TCP (FLOCK_SHM=0) of a warm-up pair and one measured pair, then bench/peers/torchft_sync.py likewise: torchft's lighthouse and %d replicas, each a Manager (synchronous quorum) over torchft's ProcessGroupGloo on loopback with the same model's parameters in PyTorch, timing %d optimizer steps that are one LocalSGD or DiLoCo synchronization each (sync_every 1, no gradients: the quorum, the all-reduce of every parameter, DiLoCo's outer Nesterov step); figures are ms per synchronization on rank 0, median (min–max) over the rounds, and the ratio is torchft's time over flock's Local synchronization, round by round (above 1: flock faster).\n\n",
+					o.pairs, runs.sync.NProc, o.iters)
+			}
 			if err := writeTables(b); err != nil {
 				return err
 			}
 			reportMachine(b, machine)
+			if len(peerMs) > 0 {
+				fmt.Fprintf(b, "- torchft: %s (`%s`).\n", peerMs[0].Version, machine["peer_command"])
+			}
 			fmt.Fprintf(b, "- Records: `%s`.\n", jsonl)
 			return nil
 		})

@@ -7,7 +7,19 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flockml/flock/internal/peers"
 )
+
+// TestBenchStrategyPeersVenv: the torchft peer needs bench/peers/setup.sh's
+// environment, and its absence is one clear line naming the script.
+func TestBenchStrategyPeersVenv(t *testing.T) {
+	t.Setenv(peers.VenvEnv, filepath.Join(t.TempDir(), "none"))
+	runCLICases(t, []cliCase{
+		{"torchft", []string{"bench", "strategy", "--measure", "sync", "--peer", "torchft", "--peer-script", filepath.Join("..", "..", "bench", "peers", "torchft_sync.py")},
+			exitFailure, nil, []string{"bench/peers/setup.sh", "FLOCK_PEERS_VENV"}, false},
+	})
+}
 
 func TestBenchStrategyUsage(t *testing.T) {
 	runCLICases(t, []cliCase{
@@ -18,6 +30,8 @@ func TestBenchStrategyUsage(t *testing.T) {
 		{"no pairs", []string{"bench", "strategy", "--pairs", "0"}, exitUsage, nil, []string{"pairs 0"}, false},
 		{"one process", []string{"bench", "strategy", "--nproc", "1"}, exitUsage, nil, []string{"nproc 1: want ≥ 2"}, false},
 		{"stray argument", []string{"bench", "strategy", "local"}, exitUsage, nil, []string{`unexpected argument "local"`}, false},
+		{"unknown peer", []string{"bench", "strategy", "--peer", "horovod"}, exitUsage, nil, []string{`unknown peer "horovod" (peers: torchft)`}, false},
+		{"peer without sync", []string{"bench", "strategy", "--measure", "steps", "--peer", "torchft"}, exitUsage, nil, []string{"want --measure with sync"}, false},
 		{"worker: bad flag", []string{"bench", "strategy", strategyWorker, "--iters", "x"}, exitUsage, nil, nil, true},
 		{"steps table", []string{"bench", "strategy", "--measure", "steps", "--model", "mlp", "--batch", "4", "--steps", "1", "--pairs", "1"}, exitOK,
 			[]string{"round 0 (warm-up)  steps  single", "round 1  steps  local", "| mlp | 269322 | 4 | 1 |", "single/local"}, nil, false},
