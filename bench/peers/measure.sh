@@ -64,7 +64,7 @@ measure() {
 	md=$(ls "$work"/run/*.md)
 	jsonl=$(ls "$work"/run/*.jsonl)
 	sed -e "s|$(basename "$jsonl")|${name}_${date}.jsonl|g" -e "s|$work/run|$out|g" "$md" >"$out/${name}_${date}.md"
-	cp "$jsonl" "$out/${name}_${date}.jsonl"
+	sed -e "s|$work/run|$out|g" "$jsonl" >"$out/${name}_${date}.jsonl"
 	echo "measure.sh: $name: $out/${name}_${date}.md ($((SECONDS - start)) s)" >&2
 }
 
