@@ -99,6 +99,10 @@ func checkConv(e *Env) {
 		{2, 32, 8, 8, 40, 5, 3, pr(1, 1, 2, 1, 1, 1, 2)},
 		{3, 16, 4, 4, 17, 3, 3, pr(1, 1, 1, 1, 1, 1, 1)},
 		{2, 16, 6, 16, 16, 3, 3, pr(1, 1, 0, 1, 1, 1, 1)},
+		// 1×1 kernels with 256 input channels per group, whose data
+		// gradient the CPU backend computes as one product in place.
+		{3, 256, 5, 6, 20, 1, 1, pr(1, 1, 0, 0, 1, 1, 1)},
+		{2, 512, 3, 3, 8, 1, 1, pr(1, 1, 0, 0, 1, 1, 2)},
 		// Depthwise, rows wider than a vector, two outputs per group; 5×5.
 		{2, 4, 10, 20, 8, 3, 3, pr(1, 1, 1, 1, 1, 1, 4)},
 		{1, 3, 7, 18, 3, 5, 5, pr(2, 1, 2, 2, 1, 1, 3)},
