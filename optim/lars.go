@@ -30,7 +30,8 @@ type LARSOptions struct {
 // d = d + μ·b with Nesterov or d = b, w = w − η·d.
 type LARS struct {
 	base
-	opt LARSOptions
+	opt     LARSOptions
+	adapted map[*autograd.Var]bool // the parameters of groups that adapt
 }
 
 var (
@@ -47,7 +48,15 @@ func NewLARS(groups []*Group, opt LARSOptions) *LARS {
 	if opt.Eps == 0 {
 		opt.Eps = 1e-8
 	}
-	return &LARS{base: newBase("LARS", groups, "momentum_buffer"), opt: opt}
+	adapted := map[*autograd.Var]bool{}
+	for _, g := range groups {
+		if !g.NoAdapt {
+			for _, p := range g.Params {
+				adapted[p] = true
+			}
+		}
+	}
+	return &LARS{base: newBase("LARS", groups, "momentum_buffer"), opt: opt, adapted: adapted}
 }
 
 // Step implements Optimizer.
@@ -95,16 +104,7 @@ func (o *LARS) SetUpdateScale(p *autograd.Var, s float64) { o.setUpdateScale(p, 
 
 // Adapts implements Adaptive: p's update is scaled by its trust ratio
 // unless p's group is NoAdapt (or p is not among the optimizer's).
-func (o *LARS) Adapts(p *autograd.Var) bool {
-	for _, g := range o.groups {
-		for _, q := range g.Params {
-			if q == p {
-				return !g.NoAdapt
-			}
-		}
-	}
-	return false
-}
+func (o *LARS) Adapts(p *autograd.Var) bool { return o.adapted[p] }
 
 // SplitForLARS returns two groups of params: those that adapt (and decay)
 // and those of rank ≤ 1 — biases and normalisation weights — that do
