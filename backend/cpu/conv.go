@@ -403,6 +403,10 @@ func convBackwardWeight[T float32 | float64](s *convShape, xo, dwo, dyo int, x, 
 		clear(out)
 		return
 	}
+	if xf, ok := any(x).([]float32); ok && s.batchMinor() {
+		convBackwardWeightBatchMinor(s, xo, xf, dwo, any(dw).([]float32), dyo, any(dy).([]float32))
+		return
+	}
 	// A task reads and writes its rows of dwᵀ (R/tasks × O/groups) once per
 	// block: with many output channels that outweighs a larger im2col
 	// block, so the blocks are then as wide as the limit allows.

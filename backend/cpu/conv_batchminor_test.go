@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// TestConvBatchMinor checks the batch-minor lowering (forward pass and data
-// gradient) against the column-matrix lowering on shapes that cover its
+// TestConvBatchMinor checks the batch-minor lowering (forward pass, data
+// and weight gradients) against the column-matrix lowering on shapes that cover its
 // edges: output channels over one block, batches not a multiple of the
 // kernels' columns, kernels wider than the plane (positions with few taps
 // inside), non-square kernels and planes, and padding of rows only.
@@ -40,7 +40,7 @@ func TestConvBatchMinor(t *testing.T) {
 		s.oh, s.ow = s.h+2*s.ph-s.kh+1, s.w+2*s.pw-s.kw+1
 		name := fmt.Sprintf("x[%d %d %d %d]/w[%d %d %d %d]/p%d,%d", s.n, s.c, s.h, s.w, s.o, s.cg, s.kh, s.kw, s.ph, s.pw)
 		x, w, dy := fill(s.n*s.c*s.h*s.w+3), fill(s.o*s.cg*s.kh*s.kw+2), fill(s.n*s.o*s.oh*s.ow+1)
-		run := func(minor bool) (y, dx []float32) {
+		run := func(minor bool) (y, dx, dw []float32) {
 			convBatchMinorPlanes = func(int) bool { return minor }
 			if tr, _ := s.transposed(); s.batchMinor() != minor || tr.batchMinor() != minor {
 				t.Fatalf("%s: batchMinor() does not follow the policy", name)
@@ -51,11 +51,18 @@ func TestConvBatchMinor(t *testing.T) {
 			}
 			convForward(&s, 3, 2, 1, x, w, y)
 			convBackwardDataVia(&s, 3, 2, 1, dx, w, dy)
-			return y, dx
+			dw = make([]float32, len(w))
+			convBackwardWeight(&s, 3, 2, 1, x, dw, dy)
+			return y, dx, dw
 		}
-		wantY, wantDx := run(false)
-		gotY, gotDx := run(true)
+		wantY, wantDx, wantDw := run(false)
+		gotY, gotDx, gotDw := run(true)
 		tol := 1e-5 * float64(s.cg*s.kh*s.kw)
+		for i := range wantDw[2:] {
+			if d := math.Abs(float64(gotDw[2+i] - wantDw[2+i])); !(d <= 1e-5*float64(s.n*s.oh*s.ow)) {
+				t.Fatalf("%s: weight gradient [%d] = %v, want %v", name, i, gotDw[2+i], wantDw[2+i])
+			}
+		}
 		for _, c := range []struct {
 			what      string
 			got, want []float32
