@@ -122,13 +122,21 @@ func (v normVecF32) loops() normLoops[float32] {
 	}
 }
 
+// The loops of each path, made once: the row kernels (layer norm,
+// softmax) ask for them at every row.
+var (
+	normLoopsAVX512 = normAVX512.loops()
+	normLoopsAVX2   = normAVX2.loops()
+	normLoopsGo     = goNormLoops[float32]()
+)
+
 // normLoopsF32 returns the batch-normalisation loops of the kernel path.
 func normLoopsF32() normLoops[float32] {
 	switch activeVec() {
 	case vecAVX512:
-		return normAVX512.loops()
+		return normLoopsAVX512
 	case vecAVX2:
-		return normAVX2.loops()
+		return normLoopsAVX2
 	}
-	return goNormLoops[float32]()
+	return normLoopsGo
 }
