@@ -39,9 +39,10 @@ import (
 // On the AVX-512 path, "same" convolutions with unit stride and at least 16
 // channels per group run their forward pass (and so the data gradient)
 // without im2col, by the direct kernel of conv_direct.go, on the plane
-// sizes where it measures faster; with one group, padding and planes of at
-// most 64 positions they run the batch-minor lowering of conv_batchminor.go
-// instead, which skips the window taps outside the plane.
+// sizes where it measures faster; with one group, padding and small planes
+// they run the batch-minor lowering of conv_batchminor.go instead (and so
+// does the weight gradient on the smallest planes), which skips the window
+// taps outside the plane.
 //
 // im2col and col2im move each tap's rows of a block with the row routines
 // (conv_rows.go): masked vector copies on the AVX-512 path for column
@@ -403,7 +404,7 @@ func convBackwardWeight[T float32 | float64](s *convShape, xo, dwo, dyo int, x, 
 		clear(out)
 		return
 	}
-	if xf, ok := any(x).([]float32); ok && s.batchMinor() {
+	if xf, ok := any(x).([]float32); ok && s.batchMinorWeight() {
 		convBackwardWeightBatchMinor(s, xo, xf, dwo, any(dw).([]float32), dyo, any(dy).([]float32))
 		return
 	}

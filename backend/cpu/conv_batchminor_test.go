@@ -23,8 +23,10 @@ func TestConvBatchMinor(t *testing.T) {
 		{n: 32, c: 16, h: 5, w: 4, o: 16, kh: 3, kw: 1, ph: 1, pw: 0},
 		{n: 35, c: 17, h: 2, w: 2, o: 19, kh: 5, kw: 5, ph: 2, pw: 2},
 	}
-	savedMinor, savedDirect := convBatchMinorPlanes, convDirectPlanes
-	t.Cleanup(func() { convBatchMinorPlanes, convDirectPlanes = savedMinor, savedDirect })
+	savedMinor, savedWeight, savedDirect := convBatchMinorPlanes, convBatchMinorWeightPlanes, convDirectPlanes
+	t.Cleanup(func() {
+		convBatchMinorPlanes, convBatchMinorWeightPlanes, convDirectPlanes = savedMinor, savedWeight, savedDirect
+	})
 	convDirectPlanes = func(int) bool { return false }
 	r := rand.New(rand.NewPCG(7, 8))
 	fill := func(n int) []float32 {
@@ -42,7 +44,8 @@ func TestConvBatchMinor(t *testing.T) {
 		x, w, dy := fill(s.n*s.c*s.h*s.w+3), fill(s.o*s.cg*s.kh*s.kw+2), fill(s.n*s.o*s.oh*s.ow+1)
 		run := func(minor bool) (y, dx, dw []float32) {
 			convBatchMinorPlanes = func(int) bool { return minor }
-			if tr, _ := s.transposed(); s.batchMinor() != minor || tr.batchMinor() != minor {
+			convBatchMinorWeightPlanes = convBatchMinorPlanes
+			if tr, _ := s.transposed(); s.batchMinor() != minor || tr.batchMinor() != minor || s.batchMinorWeight() != minor {
 				t.Fatalf("%s: batchMinor() does not follow the policy", name)
 			}
 			y, dx = make([]float32, len(dy)), make([]float32, len(x))
