@@ -419,20 +419,43 @@ func convBackwardWeight[T float32 | float64](s *convShape, xo, dwo, dyo int, x, 
 	chunks := min(s.cg, runtime.GOMAXPROCS(0))
 	cb := (s.cg + chunks - 1) / chunks
 	chunks = (s.cg + cb - 1) / cb
-	flops := 2 * s.og * cb * KK * pl.width * pl.blocks
-	parallelShare(s.groups*chunks, max(1, minParallelFlops/max(1, flops)), func(lo, hi int) {
+	// With too few channels to share (a stem's 1 or 3), the blocks of
+	// columns are cut into convWeightParts runs instead, each summed into
+	// its own rows of dwᵀ, and the runs added in order at the end: a fixed
+	// cut, so the sums do not depend on the number of goroutines either.
+	parts := 1
+	if s.groups*s.cg < convWeightSplitChannels && pl.blocks >= convWeightParts {
+		chunks, cb, parts = 1, s.cg, convWeightParts
+	}
+	var partial []T // with parts > 1: each task's rows of dwᵀ
+	if parts > 1 {
+		buf := getScratch[T](s.groups * parts * R * s.og)
+		defer putScratch(buf)
+		partial = *buf
+	}
+	flops := 2 * s.og * cb * KK * pl.width * pl.blocks / parts
+	parallelShare(s.groups*chunks*parts, max(1, minParallelFlops/max(1, flops)), func(lo, hi int) {
 		var col, grad lazyScratch[T]
 		defer col.release()
 		defer grad.release()
-		accBuf := getScratch[T](cb * KK * s.og)
-		defer putScratch(accBuf)
+		var accBuf *[]T
+		if parts == 1 {
+			accBuf = getScratch[T](cb * KK * s.og)
+			defer putScratch(accBuf)
+		}
 		for t := lo; t < hi; t++ {
-			g, c0 := t/chunks, t%chunks*cb
+			gc, part := t/parts, t%parts
+			g, c0 := gc/chunks, gc%chunks*cb
 			nc := min(cb, s.cg-c0)
 			rows := nc * KK
-			acc := (*accBuf)[:rows*s.og] // rows (c0·KK …) of dw[g]ᵀ
+			var acc []T // rows (c0·KK …) of dw[g]ᵀ
+			if parts == 1 {
+				acc = (*accBuf)[:rows*s.og]
+			} else {
+				acc = partial[(g*parts+part)*R*s.og:][:rows*s.og]
+			}
 			clear(acc)
-			for u := range pl.blocks {
+			for u := part * pl.blocks / parts; u < (part+1)*pl.blocks/parts; u++ {
 				bk := s.block(pl, u)
 				cols := bk.cols()
 				var b []T
@@ -448,10 +471,32 @@ func convBackwardWeight[T float32 | float64](s *convShape, xo, dwo, dyo int, x, 
 				d, ldd := gradients(s, pl, bk, g, dy[dyo:], &grad)
 				gemm(false, true, rows, s.og, cols, 1, b, ldb, d, ldd, 1, acc, s.og)
 			}
-			transpose(out[g*s.og*R+c0*KK:], R, acc, s.og, rows, s.og)
+			if parts == 1 {
+				transpose(out[g*s.og*R+c0*KK:], R, acc, s.og, rows, s.og)
+			}
 		}
 	})
+	if parts == 1 {
+		return
+	}
+	for g := range s.groups {
+		sum := partial[g*parts*R*s.og:][:R*s.og]
+		for part := 1; part < parts; part++ {
+			for i, v := range partial[(g*parts+part)*R*s.og:][:R*s.og] {
+				sum[i] += v
+			}
+		}
+		transpose(out[g*s.og*R:], R, sum, s.og, R, s.og)
+	}
 }
+
+// convWeightSplitChannels is the number of channels (times groups) below
+// which the weight gradient cuts the columns rather than the channels among
+// its tasks, into convWeightParts runs.
+const (
+	convWeightSplitChannels = 4
+	convWeightParts         = 8
+)
 
 // transpose writes the transpose of the rows×cols matrix src (row stride
 // lds) into dst (row stride ldd), with the kernel path in use.

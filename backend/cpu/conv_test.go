@@ -1,8 +1,10 @@
 package cpu
 
 import (
+	"math"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"testing"
 
 	"github.com/flockml/flock/backend"
@@ -113,4 +115,65 @@ func testView(t *testing.T, c *Backend, seed int, s ...int) backend.View {
 		}
 	}
 	return v
+}
+
+// TestConvWeightSplitColumns checks the weight gradient of convolutions
+// with too few channels to share among goroutines (a stem's 3), whose
+// columns are cut into runs summed apart, against a direct sum, and that
+// it is bitwise the same on 1, 2 and 5 goroutines.
+func TestConvWeightSplitColumns(t *testing.T) {
+	c := New()
+	const n, ci, h, o, k, stride, pad = 3, 3, 64, 8, 7, 2, 3
+	oh := (h+2*pad-k)/stride + 1
+	x, dy := testView(t, c, 1, n, ci, h, h), testView(t, c, 2, n, o, oh, oh)
+	p := backend.ConvParams{StrideH: stride, StrideW: stride, PadH: pad, PadW: pad, DilationH: 1, DilationW: 1, Groups: 1}
+	s, err := convGeometry("test", x, testView(t, c, 0, o, ci, k, k), dy, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl := s.plan(); !(s.groups*s.cg < convWeightSplitChannels && pl.blocks >= convWeightParts) {
+		t.Fatalf("the shape does not cut its columns: %d channels, %d blocks", s.cg, pl.blocks)
+	}
+	xs, dys := F32(x), F32(dy)
+	want := make([]float64, o*ci*k*k)
+	for b := range n {
+		for oc := range o {
+			for i := range oh {
+				for j := range oh {
+					g := float64(dys[((b*o+oc)*oh+i)*oh+j])
+					for cc := range ci {
+						for kh := range k {
+							for kw := range k {
+								ih, iw := i*stride-pad+kh, j*stride-pad+kw
+								if ih >= 0 && ih < h && iw >= 0 && iw < h {
+									want[((oc*ci+cc)*k+kh)*k+kw] += g * float64(xs[((b*ci+cc)*h+ih)*h+iw])
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	var first []float32
+	for _, threads := range []int{1, 2, 5} {
+		prev := runtime.GOMAXPROCS(threads)
+		dw := testView(t, c, 0, o, ci, k, k)
+		err := c.Conv2dBackwardWeight(dw, x, dy, p)
+		runtime.GOMAXPROCS(prev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := F32(dw)
+		for i, v := range want {
+			if d := math.Abs(float64(got[i]) - v); d > 1e-4*(1+math.Abs(v)) {
+				t.Fatalf("%d goroutines: dw[%d] = %v, want %v", threads, i, got[i], v)
+			}
+		}
+		if first == nil {
+			first = append([]float32(nil), got...)
+		} else if !slices.Equal(first, got) {
+			t.Fatalf("%d goroutines: not bitwise the result on 1", threads)
+		}
+	}
 }
