@@ -20,7 +20,8 @@ package cpu
 // over exactly the taps inside the plane, and yt[q][o][n] is transposed back
 // into y. The transposes move each element once; the products are the
 // matrix kernels' (row blocks of fewer than 256 output channels, so that
-// they read xt in place rather than packing it).
+// they read xt in place rather than packing it). Batches of more than
+// convBatchMinorMaxN samples are taken in chunks, which bounds the scratch.
 
 // convBatchMinorMinN is the least batch of the batch-minor lowering: the
 // samples are its products' columns.
@@ -82,54 +83,74 @@ func insideTaps(q, pad, size, taps int) (k0, k1 int) {
 // wp holds the weights in the direct layout (directWeights), xo and yo are
 // the offsets of x and y.
 func convForwardBatchMinor(s *convShape, xo int, x, wp []float32, yo int, y []float32) {
-	N, C, O, HW := s.n, s.c, s.o, s.h*s.w
+	C, O, HW := s.c, s.o, s.h*s.w
 	lda := convWeightsLd(s)
-	xtBuf := getScratch[float32](HW * C * N)
+	chunks, most := batchMinorChunks(s.n)
+	xtBuf := getScratch[float32](HW * C * most)
 	defer putScratch(xtBuf)
-	ytBuf := getScratch[float32](HW * O * N)
+	ytBuf := getScratch[float32](HW * O * most)
 	defer putScratch(ytBuf)
 	xt, yt := *xtBuf, *ytBuf
-
-	// xt[(q·C + c)·N + n] = x[n, c, q]: channel c's N×HW matrix, transposed.
-	parallelFor(C, max(1, (1<<14)/max(1, HW*N)), func(lo, hi int) {
-		for c := lo; c < hi; c++ {
-			transpose(xt[c*N:], C*N, x[xo+c*HW:], C*HW, N, HW)
-		}
-	})
-
-	// A task is one output position and a block of fewer than 256 output
-	// channels, evenly cut.
 	oblocks := (O + 191) / 192
-	flops := 2 * (O / oblocks) * N * s.kh * s.kw * C
-	parallelShare(HW*oblocks, max(1, minParallelFlops/max(1, flops)), func(lo, hi int) {
-		for t := lo; t < hi; t++ {
-			q, ob := t/oblocks, t%oblocks
-			o0, o1 := ob*O/oblocks, (ob+1)*O/oblocks
-			qh, qw := q/s.w, q%s.w
-			kh0, kh1 := insideTaps(qh, s.ph, s.h, s.kh)
-			kw0, kw1 := insideTaps(qw, s.pw, s.w, s.kw)
-			c := yt[(q*O+o0)*N:]
-			if kh0 == kh1 || kw0 == kw1 {
-				clear(c[:(o1-o0)*N])
-				continue
-			}
-			var beta float32
-			for kh := kh0; kh < kh1; kh++ {
-				src := (qh-s.ph+kh)*s.w + qw - s.pw + kw0 // the input position of tap (kh, kw0)
-				gemm(false, false, o1-o0, N, (kw1-kw0)*C, 1, wp[o0*lda+(kh*s.kw+kw0)*C:], lda,
-					xt[src*C*N:], N, beta, c, N)
-				beta = 1
-			}
-		}
-	})
+	for k := range chunks {
+		n0, n1 := k*s.n/chunks, (k+1)*s.n/chunks
+		N := n1 - n0
+		xk, yk := x[xo+n0*C*HW:], y[yo+n0*O*HW:]
 
-	// y[n, o, q] = yt[(q·O + o)·N + n]: output channel o's HW×N matrix,
-	// transposed.
-	parallelFor(O, max(1, (1<<14)/max(1, HW*N)), func(lo, hi int) {
-		for o := lo; o < hi; o++ {
-			transpose(y[yo+o*HW:], O*HW, yt[o*N:], O*N, HW, N)
-		}
-	})
+		// xt[(q·C + c)·N + n] = x[n, c, q]: channel c's N×HW matrix,
+		// transposed.
+		parallelFor(C, max(1, (1<<14)/max(1, HW*N)), func(lo, hi int) {
+			for c := lo; c < hi; c++ {
+				transpose(xt[c*N:], C*N, xk[c*HW:], C*HW, N, HW)
+			}
+		})
+
+		// A task is one output position and a block of fewer than 256
+		// output channels, evenly cut.
+		flops := 2 * (O / oblocks) * N * s.kh * s.kw * C
+		parallelShare(HW*oblocks, max(1, minParallelFlops/max(1, flops)), func(lo, hi int) {
+			for t := lo; t < hi; t++ {
+				q, ob := t/oblocks, t%oblocks
+				o0, o1 := ob*O/oblocks, (ob+1)*O/oblocks
+				qh, qw := q/s.w, q%s.w
+				kh0, kh1 := insideTaps(qh, s.ph, s.h, s.kh)
+				kw0, kw1 := insideTaps(qw, s.pw, s.w, s.kw)
+				c := yt[(q*O+o0)*N:]
+				if kh0 == kh1 || kw0 == kw1 {
+					clear(c[:(o1-o0)*N])
+					continue
+				}
+				var beta float32
+				for kh := kh0; kh < kh1; kh++ {
+					src := (qh-s.ph+kh)*s.w + qw - s.pw + kw0 // the input position of tap (kh, kw0)
+					gemm(false, false, o1-o0, N, (kw1-kw0)*C, 1, wp[o0*lda+(kh*s.kw+kw0)*C:], lda,
+						xt[src*C*N:], N, beta, c, N)
+					beta = 1
+				}
+			}
+		})
+
+		// y[n, o, q] = yt[(q·O + o)·N + n]: output channel o's HW×N
+		// matrix, transposed.
+		parallelFor(O, max(1, (1<<14)/max(1, HW*N)), func(lo, hi int) {
+			for o := lo; o < hi; o++ {
+				transpose(yk[o*HW:], O*HW, yt[o*N:], O*N, HW, N)
+			}
+		})
+	}
+}
+
+// convBatchMinorMaxN is the most samples the batch-minor lowering
+// transposes at a time: its scratch holds that many samples' input and
+// output, not the batch's.
+const convBatchMinorMaxN = 128
+
+// batchMinorChunks cuts a batch of n samples into chunks of at most
+// convBatchMinorMaxN, as even as can be, and returns their number and the
+// largest. The cut depends on n alone.
+func batchMinorChunks(n int) (chunks, most int) {
+	chunks = (n + convBatchMinorMaxN - 1) / convBatchMinorMaxN
+	return chunks, (n + chunks - 1) / chunks
 }
 
 // convBackwardWeightBatchMinor computes dw from x and dy by the batch-minor
@@ -144,63 +165,74 @@ func convForwardBatchMinor(s *convShape, xo int, x, wp []float32, yo int, y []fl
 // runs in a fixed order, so the result does not depend on the number of
 // goroutines.
 func convBackwardWeightBatchMinor(s *convShape, xo int, x []float32, dwo int, dw []float32, dyo int, dy []float32) {
-	N, C, O, HW, KK := s.n, s.c, s.o, s.h*s.w, s.kh*s.kw
-	ld := HW * N
-	x2Buf := getScratch[float32](C * ld)
+	C, O, HW, KK := s.c, s.o, s.h*s.w, s.kh*s.kw
+	chunks, most := batchMinorChunks(s.n)
+	x2Buf := getScratch[float32](C * HW * most)
 	defer putScratch(x2Buf)
-	dy2Buf := getScratch[float32](O * ld)
+	dy2Buf := getScratch[float32](O * HW * most)
 	defer putScratch(dy2Buf)
 	ldt := convWeightsLd(s)
 	dwtBuf := getScratch[float32](O * ldt)
 	defer putScratch(dwtBuf)
 	x2, dy2, dwt := *x2Buf, *dy2Buf, *dwtBuf
-
-	// x2[c][q][n] = x[n, c, q], dy2[o][q][n] = dy[n, o, q]: each channel's
-	// N×HW matrix, transposed.
-	parallelFor(C+O, max(1, (1<<14)/max(1, ld)), func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			if i < C {
-				transpose(x2[i*ld:], N, x[xo+i*HW:], C*HW, N, HW)
-			} else {
-				transpose(dy2[(i-C)*ld:], N, dy[dyo+(i-C)*HW:], O*HW, N, HW)
-			}
-		}
-	})
-
-	// dwt[o][(kh, kw, c)], the direct layout; a task is a tap and a block of
-	// output channels.
 	oblocks := (O + 127) / 128
-	flops := 2 * (O / oblocks) * C * ld
-	parallelShare(KK*oblocks, max(1, minParallelFlops/max(1, flops)), func(lo, hi int) {
-		for t := lo; t < hi; t++ {
-			tap, ob := t/oblocks, t%oblocks
-			kh, kw := tap/s.kw, tap%s.kw
-			o0, o1 := ob*O/oblocks, (ob+1)*O/oblocks
-			c := dwt[o0*ldt+tap*C:]
-			// The output rows [a, b) and columns [v0, v1) whose input of
-			// this tap lies inside the plane.
-			a, b := max(0, s.ph-kh), min(s.h, s.h+s.ph-kh)
-			v0, v1 := max(0, s.pw-kw), min(s.w, s.w+s.pw-kw)
-			off := ((kh-s.ph)*s.w + kw - s.pw) * N
-			var beta float32
-			run := func(p0, cols int) {
-				gemm(false, true, o1-o0, C, cols*N, 1, dy2[o0*ld+p0*N:], ld, x2[p0*N+off:], ld, beta, c, ldt)
-				beta = 1
-			}
-			switch {
-			case a >= b || v0 >= v1:
-				for o := range o1 - o0 {
-					clear(c[o*ldt : o*ldt+C])
-				}
-			case v0 == 0 && v1 == s.w:
-				run(a*s.w, (b-a)*s.w)
-			default:
-				for qh := a; qh < b; qh++ {
-					run(qh*s.w+v0, v1-v0)
+	for k := range chunks {
+		n0, n1 := k*s.n/chunks, (k+1)*s.n/chunks
+		N := n1 - n0
+		ld := HW * N
+		xk, dyk := x[xo+n0*C*HW:], dy[dyo+n0*O*HW:]
+
+		// x2[c][q][n] = x[n, c, q], dy2[o][q][n] = dy[n, o, q]: each
+		// channel's N×HW matrix, transposed.
+		parallelFor(C+O, max(1, (1<<14)/max(1, ld)), func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				if i < C {
+					transpose(x2[i*ld:], N, xk[i*HW:], C*HW, N, HW)
+				} else {
+					transpose(dy2[(i-C)*ld:], N, dyk[(i-C)*HW:], O*HW, N, HW)
 				}
 			}
-		}
-	})
+		})
+
+		// dwt[o][(kh, kw, c)], the direct layout; a task is a tap and a
+		// block of output channels, adding to what the earlier chunks left.
+		flops := 2 * (O / oblocks) * C * ld
+		parallelShare(KK*oblocks, max(1, minParallelFlops/max(1, flops)), func(lo, hi int) {
+			for t := lo; t < hi; t++ {
+				tap, ob := t/oblocks, t%oblocks
+				kh, kw := tap/s.kw, tap%s.kw
+				o0, o1 := ob*O/oblocks, (ob+1)*O/oblocks
+				c := dwt[o0*ldt+tap*C:]
+				// The output rows [a, b) and columns [v0, v1) whose input of
+				// this tap lies inside the plane.
+				a, b := max(0, s.ph-kh), min(s.h, s.h+s.ph-kh)
+				v0, v1 := max(0, s.pw-kw), min(s.w, s.w+s.pw-kw)
+				off := ((kh-s.ph)*s.w + kw - s.pw) * N
+				var beta float32
+				if k > 0 {
+					beta = 1
+				}
+				run := func(p0, cols int) {
+					gemm(false, true, o1-o0, C, cols*N, 1, dy2[o0*ld+p0*N:], ld, x2[p0*N+off:], ld, beta, c, ldt)
+					beta = 1
+				}
+				switch {
+				case a >= b || v0 >= v1:
+					if k == 0 {
+						for o := range o1 - o0 {
+							clear(c[o*ldt : o*ldt+C])
+						}
+					}
+				case v0 == 0 && v1 == s.w:
+					run(a*s.w, (b-a)*s.w)
+				default:
+					for qh := a; qh < b; qh++ {
+						run(qh*s.w+v0, v1-v0)
+					}
+				}
+			}
+		})
+	}
 
 	// dw[o, c, tap] = dwt[o][tap·C + c]: each row's KK×C matrix, transposed.
 	parallelFor(O, max(1, (1<<14)/max(1, KK*C)), func(lo, hi int) {

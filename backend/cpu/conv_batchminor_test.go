@@ -8,10 +8,11 @@ import (
 )
 
 // TestConvBatchMinor checks the batch-minor lowering (forward pass, data
-// and weight gradients) against the column-matrix lowering on shapes that cover its
-// edges: output channels over one block, batches not a multiple of the
-// kernels' columns, kernels wider than the plane (positions with few taps
-// inside), non-square kernels and planes, and padding of rows only.
+// and weight gradients) against the column-matrix lowering on shapes that
+// cover its edges: output channels over one block, batches not a multiple
+// of the kernels' columns, batches taken in several chunks, kernels wider
+// than the plane (positions with few taps inside), non-square kernels and
+// planes, and padding of rows only.
 func TestConvBatchMinor(t *testing.T) {
 	if KernelPath() != "avx512" {
 		t.Skip("the batch-minor lowering runs on the AVX-512 path")
@@ -22,6 +23,7 @@ func TestConvBatchMinor(t *testing.T) {
 		{n: 40, c: 24, h: 6, w: 6, o: 17, kh: 5, kw: 5, ph: 2, pw: 2},
 		{n: 32, c: 16, h: 5, w: 4, o: 16, kh: 3, kw: 1, ph: 1, pw: 0},
 		{n: 35, c: 17, h: 2, w: 2, o: 19, kh: 5, kw: 5, ph: 2, pw: 2},
+		{n: 2*convBatchMinorMaxN + 5, c: 16, h: 3, w: 3, o: 20, kh: 3, kw: 3, ph: 1, pw: 1}, // three chunks
 	}
 	savedMinor, savedWeight, savedDirect := convBatchMinorPlanes, convBatchMinorWeightPlanes, convDirectPlanes
 	t.Cleanup(func() {
