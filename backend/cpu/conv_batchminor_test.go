@@ -31,17 +31,9 @@ func TestConvBatchMinor(t *testing.T) {
 	})
 	convDirectPlanes = func(int) bool { return false }
 	r := rand.New(rand.NewPCG(7, 8))
-	fill := func(n int) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = 2*r.Float32() - 1
-		}
-		return v
-	}
+	fill := func(n int) []float32 { return randF32(r, n, -1, 1, false) }
 	for _, s := range cases {
-		s.sh, s.sw, s.dh, s.dw, s.groups = 1, 1, 1, 1, 1
-		s.cg, s.og = s.c, s.o
-		s.oh, s.ow = s.h+2*s.ph-s.kh+1, s.w+2*s.pw-s.kw+1
+		s = unitStrides(s)
 		name := fmt.Sprintf("x[%d %d %d %d]/w[%d %d %d %d]/p%d,%d", s.n, s.c, s.h, s.w, s.o, s.cg, s.kh, s.kw, s.ph, s.pw)
 		x, w, dy := fill(s.n*s.c*s.h*s.w+3), fill(s.o*s.cg*s.kh*s.kw+2), fill(s.n*s.o*s.oh*s.ow+1)
 		run := func(minor bool) (y, dx, dw []float32) {

@@ -29,18 +29,9 @@ func TestConvDirect(t *testing.T) {
 	t.Cleanup(func() { convDirectPlanes, convDirectBlockBytes = saved, savedBlock })
 	convDirectBlockBytes = 64 << 10 // several blocks of panels
 	r := rand.New(rand.NewPCG(5, 6))
-	fill := func(n int) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = 2*r.Float32() - 1
-		}
-		return v
-	}
+	fill := func(n int) []float32 { return randF32(r, n, -1, 1, false) }
 	for _, s := range cases {
-		s.sh, s.sw, s.dh, s.dw = 1, 1, 1, 1
-		s.groups = max(1, s.groups)
-		s.cg, s.og = s.c/s.groups, s.o/s.groups
-		s.oh, s.ow = s.h+2*s.ph-s.kh+1, s.w+2*s.pw-s.kw+1
+		s = unitStrides(s)
 		name := fmt.Sprintf("x[%d %d %d %d]/w[%d %d %d %d]/p%d,%d/g%d", s.n, s.c, s.h, s.w, s.o, s.cg, s.kh, s.kw, s.ph, s.pw, s.groups)
 		x, w, dy := fill(s.n*s.c*s.h*s.w+3), fill(s.o*s.cg*s.kh*s.kw+2), fill(s.n*s.o*s.oh*s.ow+1)
 		run := func(direct bool) (y, dx []float32) {
@@ -67,4 +58,14 @@ func TestConvDirect(t *testing.T) {
 			}
 		}
 	}
+}
+
+// unitStrides completes a test's convolution of unit strides and
+// dilations: groups (at least 1), channels per group and output size.
+func unitStrides(s convShape) convShape {
+	s.sh, s.sw, s.dh, s.dw = 1, 1, 1, 1
+	s.groups = max(1, s.groups)
+	s.cg, s.og = s.c/s.groups, s.o/s.groups
+	s.oh, s.ow = s.h+2*s.ph-s.kh+1, s.w+2*s.pw-s.kw+1
+	return s
 }
