@@ -155,6 +155,16 @@ func yccRowH2V2Fancy(out, y, cbNear, cbFar, crNear, crFar []uint8) {
 	bThis, rThis = bNext, rNext
 	// Interior columns: both output pixels exist while 2i+1 < w.
 	i := 1
+	if blocks := min(n-2, (w-2)/2) / 16; yccVector && blocks > 0 {
+		// Samples 1 … 16·blocks, all of whose neighbours exist and whose
+		// pixels 2i+1 are inside the row.
+		yccH2V2FancyAVX512(&out[6], &y[2], &cbNear[1], &cbFar[1], &crNear[1], &crFar[1], blocks)
+		i += 16 * blocks
+		bLast = int32(cbNear[i-1])*3 + int32(cbFar[i-1])
+		rLast = int32(crNear[i-1])*3 + int32(crFar[i-1])
+		bThis = int32(cbNear[i])*3 + int32(cbFar[i])
+		rThis = int32(crNear[i])*3 + int32(crFar[i])
+	}
 	for ; i < n-1 && 2*i+1 < w; i++ {
 		bNext = int32(cbNear[i+1])*3 + int32(cbFar[i+1])
 		rNext = int32(crNear[i+1])*3 + int32(crFar[i+1])
