@@ -155,11 +155,17 @@ func yccRowH2V2Fancy(out, y, cbNear, cbFar, crNear, crFar []uint8) {
 	bThis, rThis = bNext, rNext
 	// Interior columns: both output pixels exist while 2i+1 < w.
 	i := 1
-	if blocks := min(n-2, (w-2)/2) / 16; yccVector && blocks > 0 {
-		// Samples 1 … 16·blocks, all of whose neighbours exist and whose
-		// pixels 2i+1 are inside the row.
+	if last := min(n-2, (w-2)/2); yccVector && last >= 16 {
+		// Samples 1 … last have both neighbours and both pixels inside
+		// the row: blocks of 16 from sample 1, then one more ending at
+		// last, overlapping the one before (which it writes again, the
+		// same).
+		blocks := last / 16
 		yccH2V2FancyAVX512(&out[6], &y[2], &cbNear[1], &cbFar[1], &crNear[1], &crFar[1], blocks)
-		i += 16 * blocks
+		if j := last - 15; j > 16*blocks-15 {
+			yccH2V2FancyAVX512(&out[6*j], &y[2*j], &cbNear[j], &cbFar[j], &crNear[j], &crFar[j], 1)
+		}
+		i = last + 1
 		bLast = int32(cbNear[i-1])*3 + int32(cbFar[i-1])
 		rLast = int32(crNear[i-1])*3 + int32(crFar[i-1])
 		bThis = int32(cbNear[i])*3 + int32(cbFar[i])
