@@ -1,5 +1,65 @@
 #include "textflag.h"
 
+// UPSAMPLE leaves in EVEN and ODD (dwords) the fancy-upsampled chroma of the
+// 16 output pixel pairs of the samples at NEAR and FAR (pointers to sample
+// i): with b = 3·near + far at samples i−1, i, i+1, even = (3·b_i + b_{i−1}
+// + 8) >> 4 and odd = (3·b_i + b_{i+1} + 7) >> 4. Z26 holds 8, Z27 7;
+// Z0–Z9 are clobbered.
+#define UPSAMPLE(NEAR, FAR, EVEN, ODD) \
+	VPMOVZXBD -1(NEAR), Z0; \
+	VPMOVZXBD (NEAR), Z1; \
+	VPMOVZXBD 1(NEAR), Z2; \
+	VPMOVZXBD -1(FAR), Z3; \
+	VPMOVZXBD (FAR), Z4; \
+	VPMOVZXBD 1(FAR), Z5; \
+	VPSLLD $1, Z0, Z6; \
+	VPADDD Z0, Z6, Z6; \
+	VPADDD Z3, Z6, Z6; \
+	VPSLLD $1, Z1, Z7; \
+	VPADDD Z1, Z7, Z7; \
+	VPADDD Z4, Z7, Z7; \
+	VPSLLD $1, Z2, Z8; \
+	VPADDD Z2, Z8, Z8; \
+	VPADDD Z5, Z8, Z8; \
+	VPSLLD $1, Z7, Z9; \
+	VPADDD Z7, Z9, Z9; \
+	VPADDD Z6, Z9, EVEN; \
+	VPADDD Z26, EVEN, EVEN; \
+	VPSRLD $4, EVEN, EVEN; \
+	VPADDD Z8, Z9, ODD; \
+	VPADDD Z27, ODD, ODD; \
+	VPSRLD $4, ODD, ODD
+
+// CONVERT leaves in OUT the pixels R | G<<8 | B<<16 of luma Y and chroma
+// CB, CR (minus 128), as jdcolor.c's fixed point: R = Y + (91881·cr +
+// 2¹⁵) >> 16, G = Y + (−22554·cb + 2¹⁵ − 46802·cr) >> 16, B = Y + (116130·cb
+// + 2¹⁵) >> 16, each clamped to [0, 255]. T0–T2 are clobbered.
+#define CONVERT(Y, CB, CR, OUT, T0, T1, T2) \
+	VPMULLD Z21, CR, OUT; \
+	VPADDD Z25, OUT, OUT; \
+	VPSRAD $16, OUT, OUT; \
+	VPADDD Y, OUT, OUT; \
+	VPMULLD Z22, CB, T0; \
+	VPADDD Z25, T0, T0; \
+	VPSRAD $16, T0, T0; \
+	VPADDD Y, T0, T0; \
+	VPMULLD Z23, CB, T1; \
+	VPADDD Z25, T1, T1; \
+	VPMULLD Z24, CR, T2; \
+	VPADDD T2, T1, T1; \
+	VPSRAD $16, T1, T1; \
+	VPADDD Y, T1, T1; \
+	VPMAXSD Z29, OUT, OUT; \
+	VPMINSD Z28, OUT, OUT; \
+	VPMAXSD Z29, T0, T0; \
+	VPMINSD Z28, T0, T0; \
+	VPMAXSD Z29, T1, T1; \
+	VPMINSD Z28, T1, T1; \
+	VPSLLD $8, T1, T1; \
+	VPSLLD $16, T0, T0; \
+	VPORD T1, OUT, OUT; \
+	VPORD T0, OUT, OUT
+
 // func yccH2V2FancyAVX512(out, y, cbNear, cbFar, crNear, crFar *uint8, blocks int)
 //
 // blocks × 16 chroma samples of a 4:2:0 row, upsampled and converted as
@@ -42,55 +102,8 @@ TEXT ·yccH2V2FancyAVX512(SB), NOSPLIT, $0-56
 	KMOVQ AX, K1
 
 loop:
-	// cb: b = 3·near + far at samples i−1, i, i+1; even and odd chroma.
-	VPMOVZXBD -1(R8), Z0
-	VPMOVZXBD (R8), Z1
-	VPMOVZXBD 1(R8), Z2
-	VPMOVZXBD -1(R9), Z3
-	VPMOVZXBD (R9), Z4
-	VPMOVZXBD 1(R9), Z5
-	VPSLLD $1, Z0, Z6
-	VPADDD Z0, Z6, Z6
-	VPADDD Z3, Z6, Z6
-	VPSLLD $1, Z1, Z7
-	VPADDD Z1, Z7, Z7
-	VPADDD Z4, Z7, Z7
-	VPSLLD $1, Z2, Z8
-	VPADDD Z2, Z8, Z8
-	VPADDD Z5, Z8, Z8
-	VPSLLD $1, Z7, Z9
-	VPADDD Z7, Z9, Z9
-	VPADDD Z6, Z9, Z10
-	VPADDD Z26, Z10, Z10
-	VPSRLD $4, Z10, Z10
-	VPADDD Z8, Z9, Z11
-	VPADDD Z27, Z11, Z11
-	VPSRLD $4, Z11, Z11
-
-	// cr likewise.
-	VPMOVZXBD -1(R10), Z0
-	VPMOVZXBD (R10), Z1
-	VPMOVZXBD 1(R10), Z2
-	VPMOVZXBD -1(R11), Z3
-	VPMOVZXBD (R11), Z4
-	VPMOVZXBD 1(R11), Z5
-	VPSLLD $1, Z0, Z6
-	VPADDD Z0, Z6, Z6
-	VPADDD Z3, Z6, Z6
-	VPSLLD $1, Z1, Z7
-	VPADDD Z1, Z7, Z7
-	VPADDD Z4, Z7, Z7
-	VPSLLD $1, Z2, Z8
-	VPADDD Z2, Z8, Z8
-	VPADDD Z5, Z8, Z8
-	VPSLLD $1, Z7, Z9
-	VPADDD Z7, Z9, Z9
-	VPADDD Z6, Z9, Z12
-	VPADDD Z26, Z12, Z12
-	VPSRLD $4, Z12, Z12
-	VPADDD Z8, Z9, Z13
-	VPADDD Z27, Z13, Z13
-	VPSRLD $4, Z13, Z13
+	UPSAMPLE(R8, R9, Z10, Z11)
+	UPSAMPLE(R10, R11, Z12, Z13)
 
 	// Luma of the even and odd pixels.
 	VPMOVZXWD (DI), Z14
@@ -104,57 +117,8 @@ loop:
 	VPSUBD Z20, Z12, Z12
 	VPSUBD Z20, Z13, Z13
 
-	// Even pixels: Z14 luma, Z10 cb, Z12 cr → Z16 = R | G<<8 | B<<16.
-	VPMULLD Z21, Z12, Z16
-	VPADDD Z25, Z16, Z16
-	VPSRAD $16, Z16, Z16
-	VPADDD Z14, Z16, Z16
-	VPMULLD Z22, Z10, Z17
-	VPADDD Z25, Z17, Z17
-	VPSRAD $16, Z17, Z17
-	VPADDD Z14, Z17, Z17
-	VPMULLD Z23, Z10, Z18
-	VPADDD Z25, Z18, Z18
-	VPMULLD Z24, Z12, Z19
-	VPADDD Z19, Z18, Z18
-	VPSRAD $16, Z18, Z18
-	VPADDD Z14, Z18, Z18
-	VPMAXSD Z29, Z16, Z16
-	VPMINSD Z28, Z16, Z16
-	VPMAXSD Z29, Z17, Z17
-	VPMINSD Z28, Z17, Z17
-	VPMAXSD Z29, Z18, Z18
-	VPMINSD Z28, Z18, Z18
-	VPSLLD $8, Z18, Z18
-	VPSLLD $16, Z17, Z17
-	VPORD Z18, Z16, Z16
-	VPORD Z17, Z16, Z16
-
-	// Odd pixels: Z15 luma, Z11 cb, Z13 cr → Z0.
-	VPMULLD Z21, Z13, Z0
-	VPADDD Z25, Z0, Z0
-	VPSRAD $16, Z0, Z0
-	VPADDD Z15, Z0, Z0
-	VPMULLD Z22, Z11, Z1
-	VPADDD Z25, Z1, Z1
-	VPSRAD $16, Z1, Z1
-	VPADDD Z15, Z1, Z1
-	VPMULLD Z23, Z11, Z2
-	VPADDD Z25, Z2, Z2
-	VPMULLD Z24, Z13, Z3
-	VPADDD Z3, Z2, Z2
-	VPSRAD $16, Z2, Z2
-	VPADDD Z15, Z2, Z2
-	VPMAXSD Z29, Z0, Z0
-	VPMINSD Z28, Z0, Z0
-	VPMAXSD Z29, Z1, Z1
-	VPMINSD Z28, Z1, Z1
-	VPMAXSD Z29, Z2, Z2
-	VPMINSD Z28, Z2, Z2
-	VPSLLD $8, Z2, Z2
-	VPSLLD $16, Z1, Z1
-	VPORD Z2, Z0, Z0
-	VPORD Z1, Z0, Z0
+	CONVERT(Z14, Z10, Z12, Z16, Z17, Z18, Z19)
+	CONVERT(Z15, Z11, Z13, Z0, Z1, Z2, Z3)
 
 	// Pixels in order (even, odd, even, …), packed to 3 bytes each.
 	VMOVDQA32 Z30, Z1
