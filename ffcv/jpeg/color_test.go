@@ -51,3 +51,46 @@ func TestYCCRowH2V2FancyVector(t *testing.T) {
 		}
 	}
 }
+
+// TestIDCT8FastVector checks the vector kernel of the fast IDCT against the
+// Go loops, byte for byte, on random blocks: small coefficients as in real
+// images, blocks with only a DC or a few nonzero coefficients (the Go loops'
+// shortcuts), and huge ones whose products overflow int32 alike.
+func TestIDCT8FastVector(t *testing.T) {
+	if !idctVector {
+		t.Skip("no vector kernel on this CPU")
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	const stride = 13
+	for i := range 3000 {
+		var blk [64]int32
+		switch i % 4 {
+		case 0:
+			for k := range blk {
+				blk[k] = int32(r.IntN(2049) - 1024)
+			}
+		case 1:
+			blk[0] = int32(r.IntN(4097) - 2048)
+		case 2:
+			for range 1 + r.IntN(4) {
+				blk[r.IntN(64)] = int32(r.IntN(513) - 256)
+			}
+		case 3:
+			for k := range blk {
+				blk[k] = int32(r.Uint32())
+			}
+		}
+		want := make([]uint8, 7*stride+8+3)
+		got := make([]uint8, len(want))
+		for k := range want {
+			want[k], got[k] = 0x5A, 0x5A
+		}
+		b := blk
+		idct8FastGo(&b, want, stride)
+		b = blk
+		idct8FastAVX2(&b, &got[0], stride)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("block %d (%v): vector\n%v\nGo\n%v", i, blk, got, want)
+		}
+	}
+}

@@ -25,9 +25,11 @@
 // replication, with SetFancyUpsampling(false)); its fixed-point YCbCr → RGB
 // — so that its output equals libjpeg-turbo's (the tests check this on
 // every layout and scale). Huffman codes are decoded with 10-bit lookahead
-// tables that also decode most AC coefficients' value bits at once. On
-// CPUs with AVX-512 (F and BW) the 4:2:0 upsampling and colour conversion
-// run 32 pixels at a time in Go assembly, with the same integer arithmetic.
+// tables that also decode most AC coefficients' value bits at once. In Go
+// assembly, with the same integer arithmetic and so the same bytes, the fast
+// IDCT transforms a block's eight columns and then its eight rows at once
+// on CPUs with AVX2, and the 4:2:0 upsampling and colour conversion take 32
+// pixels at a time on CPUs with AVX-512 (F and BW).
 //
 // Progressive, arithmetic-coded, lossless, 12-bit, CMYK, RGB (Adobe
 // transform 0) and other unusual JPEGs, and those with non-interleaved

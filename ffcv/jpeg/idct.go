@@ -278,6 +278,16 @@ func fmul(x, c int32) int32 { return (x * c) >> fastConstBits }
 
 // idct8Fast is jpeg_idct_ifast; blk is dequantized with the fast table.
 func idct8Fast(blk *[64]int32, out []uint8, stride int) {
+	if idctVector {
+		_ = out[7*stride+7]
+		idct8FastAVX2(blk, &out[0], stride)
+		return
+	}
+	idct8FastGo(blk, out, stride)
+}
+
+// idct8FastGo is idct8Fast in Go.
+func idct8FastGo(blk *[64]int32, out []uint8, stride int) {
 	var ws [64]int32
 	for c := 0; c < 8; c++ {
 		if blk[8+c]|blk[16+c]|blk[24+c]|blk[32+c]|blk[40+c]|blk[48+c]|blk[56+c] == 0 {
