@@ -514,6 +514,18 @@ func coarse(w []int32) bool {
 func verticalCV2(out []uint8, r0, r1 []int32, w0, w1 int32) {
 	r0 = r0[:len(out)]
 	r1 = r1[:len(out)]
+	i := 0
+	if blocks := len(out) / 16; resizeVector && blocks > 0 {
+		verticalCV2AVX2(&out[0], &r0[0], &r1[0], blocks, w0, w1)
+		i = 16 * blocks
+	}
+	verticalCV2Go(out[i:], r0[i:], r1[i:], w0, w1)
+}
+
+// verticalCV2Go is verticalCV2 in Go.
+func verticalCV2Go(out []uint8, r0, r1 []int32, w0, w1 int32) {
+	r0 = r0[:len(out)]
+	r1 = r1[:len(out)]
 	for i := range out {
 		v := ((r0[i]>>4)*w0>>16 + (r1[i]>>4)*w1>>16 + 2) >> 2
 		out[i] = uint8(min(max(v, 0), 255))

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -209,6 +210,42 @@ func BenchmarkResize(b *testing.B) {
 				}
 				report()
 			})
+		}
+	}
+}
+
+// TestVerticalCV2Vector checks the vector kernel of verticalCV2 against the
+// Go loop, byte for byte, on rows of every length up to 100 with random
+// sums and weights, small (as the resize makes them) and arbitrary (whose
+// products overflow int32 alike), and that nothing past the row is written.
+func TestVerticalCV2Vector(t *testing.T) {
+	if !resizeVector {
+		t.Skip("no vector kernel on this CPU")
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	for n := 0; n <= 100; n++ {
+		for _, wide := range []bool{false, true} {
+			r0, r1 := make([]int32, n), make([]int32, n)
+			for i := range n {
+				r0[i], r1[i] = int32(r.IntN(1<<20)), int32(r.IntN(1<<20))
+				if wide {
+					r0[i], r1[i] = int32(r.Uint32()), int32(r.Uint32())
+				}
+			}
+			w0 := int32(r.IntN(1 << 16))
+			w1 := int32(1<<16) - w0
+			if wide {
+				w0, w1 = int32(r.Uint32()), int32(r.Uint32())
+			}
+			want, got := make([]uint8, n+8), make([]uint8, n+8)
+			for i := range want {
+				want[i], got[i] = 0x3C, 0x3C
+			}
+			verticalCV2Go(want[:n], r0, r1, w0, w1)
+			verticalCV2(got[:n], r0, r1, w0, w1)
+			if !slices.Equal(got, want) {
+				t.Fatalf("n %d (wide %v): vector %v, Go %v", n, wide, got, want)
+			}
 		}
 	}
 }
