@@ -273,16 +273,7 @@ func padLd(n int) int {
 
 // convForward computes y = conv(x, w); xo, wo and yo are the views' offsets.
 func convForward[T float32 | float64](s *convShape, xo, wo, yo int, x, w, y []T) {
-	if xf, ok := any(x).([]float32); ok && s.batchMinor() {
-		wp := directWeights(s, wo, any(w).([]float32), false)
-		defer putScratch(wp)
-		convForwardBatchMinor(s, xo, xf, *wp, yo, any(y).([]float32))
-		return
-	}
-	if xf, ok := any(x).([]float32); ok && s.direct() {
-		wp := directWeights(s, wo, any(w).([]float32), false)
-		defer putScratch(wp)
-		convForwardDirect(s, xo, xf, *wp, yo, any(y).([]float32))
+	if tapMajorForward(s, xo, wo, yo, x, w, y, false) {
 		return
 	}
 	P, R := s.positions(), s.taps()
@@ -314,6 +305,30 @@ func convForward[T float32 | float64](s *convShape, xo, wo, yo int, x, w, y []T)
 			}
 		}
 	})
+}
+
+// tapMajorForward runs the forward pass of s by one of the lowerings that
+// read the weights tap-major (directWeights; with flip, those of the
+// convolution whose data gradient s computes), the batch-minor lowering or
+// the direct kernel, where s suits one, and reports whether it did.
+func tapMajorForward[T float32 | float64](s *convShape, xo, wo, yo int, x, w, y []T, flip bool) bool {
+	xf, ok := any(x).([]float32)
+	if !ok {
+		return false
+	}
+	var run func(s *convShape, xo int, x, wp []float32, yo int, y []float32)
+	switch {
+	case s.batchMinor():
+		run = convForwardBatchMinor
+	case s.direct():
+		run = convForwardDirect
+	default:
+		return false
+	}
+	wp := directWeights(s, wo, any(w).([]float32), flip)
+	defer putScratch(wp)
+	run(s, xo, xf, *wp, yo, any(y).([]float32))
+	return true
 }
 
 // convMinTasks is the least number of tasks the data gradient is cut into
@@ -639,16 +654,7 @@ const convPointwiseDataChannels = 256
 // by col2im; measured on ResNet-18's stages this is 0–10% faster.
 func convBackwardDataVia[T float32 | float64](s *convShape, dxo, wo, dyo int, dx, w, dy []T) {
 	t, ok := s.transposed()
-	if dyf, isF32 := any(dy).([]float32); ok && isF32 && t.batchMinor() {
-		wp := directWeights(&t, wo, any(w).([]float32), true)
-		defer putScratch(wp)
-		convForwardBatchMinor(&t, dyo, dyf, *wp, dxo, any(dx).([]float32))
-		return
-	}
-	if dyf, isF32 := any(dy).([]float32); ok && isF32 && t.direct() {
-		wp := directWeights(&t, wo, any(w).([]float32), true)
-		defer putScratch(wp)
-		convForwardDirect(&t, dyo, dyf, *wp, dxo, any(dx).([]float32))
+	if ok && tapMajorForward(&t, dyo, wo, dxo, dy, w, dx, true) {
 		return
 	}
 	if !ok || s.cg < convViaMinChannels || s.pointwise() && s.cg >= convPointwiseDataChannels {
