@@ -10,15 +10,21 @@ import (
 // Args packs the arguments of one kernel launch into a single buffer, laid
 // out as the CUDA compiler lays out the kernel's parameter list: each
 // argument at the next offset that is a multiple of its alignment (its size
-// for scalars and pointers, 8 for arrays of 64-bit values), and the total
-// rounded up to the largest alignment. cuLaunchKernel receives the buffer
-// through its extra argument (CU_LAUNCH_PARAM_BUFFER_POINTER,
-// CU_LAUNCH_PARAM_BUFFER_SIZE, CU_LAUNCH_PARAM_END), so one call carries any
-// number of arguments and only integers and pointers cross into C.
+// for scalars and pointers, 8 for arrays of 64-bit values). cuLaunchKernel
+// receives the buffer through its extra argument
+// (CU_LAUNCH_PARAM_BUFFER_POINTER, CU_LAUNCH_PARAM_BUFFER_SIZE,
+// CU_LAUNCH_PARAM_END), so one call carries any number of arguments and only
+// integers and pointers cross into C.
+//
+// The size given to the driver ends at the last parameter's last byte, with
+// no tail padding: the driver compares it with the kernel's parameter space
+// and refuses any other size with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES ("too
+// many resources requested for launch"), as a kernel (T *y, const T *x,
+// long long n, int flag) of 28 bytes, sent as 32, showed on the first GPU
+// run (see llvm/llvm-project#156229).
 type Args struct {
 	buf    []byte
 	params []Param
-	align  int
 }
 
 // Param describes one packed argument: its offset, size and alignment, the
@@ -31,14 +37,10 @@ type Param struct {
 func (a *Args) Reset() {
 	a.buf = a.buf[:0]
 	a.params = a.params[:0]
-	a.align = 1
 }
 
 // place reserves size bytes aligned to align and returns them.
 func (a *Args) place(size, align int) []byte {
-	if a.align < align {
-		a.align = align
-	}
 	off := (len(a.buf) + align - 1) &^ (align - 1)
 	for len(a.buf) < off+size {
 		a.buf = append(a.buf, 0)
@@ -104,20 +106,12 @@ func (a *Args) I64s(vals []int64, n int) *Args {
 	return a
 }
 
-// Size is the size of the packed buffer, rounded up to its alignment as the
-// compiler rounds a struct of the same members.
-func (a *Args) Size() int {
-	al := max(a.align, 1)
-	return (len(a.buf) + al - 1) &^ (al - 1)
-}
+// Size is the size of the packed buffer: the end of the last argument,
+// without the tail padding a struct of the same members would have.
+func (a *Args) Size() int { return len(a.buf) }
 
-// Bytes returns the packed buffer, padded to Size.
-func (a *Args) Bytes() []byte {
-	for len(a.buf) < a.Size() {
-		a.buf = append(a.buf, 0)
-	}
-	return a.buf
-}
+// Bytes returns the packed buffer, Size bytes.
+func (a *Args) Bytes() []byte { return a.buf }
 
 // Params lists the packed arguments in order.
 func (a *Args) Params() []Param { return a.params }

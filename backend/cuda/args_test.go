@@ -25,7 +25,10 @@ func TestArgsLayout(t *testing.T) {
 			}},
 		{"ints pack tightly", func(a *Args) { a.I32(1).I32(2).F32(3) }, []Param{{0, 4, 4}, {4, 4, 4}, {8, 4, 4}}, 12, nil},
 		{"int then long long", func(a *Args) { a.I32(1).I64(2) }, []Param{{0, 4, 4}, {8, 8, 8}}, 16, nil},
-		{"trailing int rounds the size", func(a *Args) { a.Ptr(1).I32(1) }, []Param{{0, 8, 8}, {8, 4, 4}}, 16, nil},
+		// The driver takes the parameter space without tail padding (a padded
+		// size fails the launch with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES).
+		{"trailing int is not padded", func(a *Args) { a.Ptr(1).I32(1) }, []Param{{0, 8, 8}, {8, 4, 4}}, 12, nil},
+		{"softmax_rows", func(a *Args) { a.Ptr(1).Ptr(2).I64(3).Int(1) }, []Param{{0, 8, 8}, {8, 8, 8}, {16, 8, 8}, {24, 4, 4}}, 28, nil},
 		{"array after int", func(a *Args) { a.I32(3).I64s([]int64{4, 5}, 8) }, []Param{{0, 4, 4}, {8, 64, 8}}, 72,
 			func(t *testing.T, b []byte) {
 				if binary.LittleEndian.Uint64(b[8:]) != 4 || binary.LittleEndian.Uint64(b[16:]) != 5 || binary.LittleEndian.Uint64(b[24:]) != 0 {
@@ -33,7 +36,7 @@ func TestArgsLayout(t *testing.T) {
 				}
 			}},
 		{"empty", func(a *Args) {}, nil, 0, nil},
-		{"unsigned", func(a *Args) { a.U64(math.MaxUint64).Int(-1) }, []Param{{0, 8, 8}, {8, 4, 4}}, 16,
+		{"unsigned", func(a *Args) { a.U64(math.MaxUint64).Int(-1) }, []Param{{0, 8, 8}, {8, 4, 4}}, 12,
 			func(t *testing.T, b []byte) {
 				if binary.LittleEndian.Uint64(b) != math.MaxUint64 || binary.LittleEndian.Uint32(b[8:]) != math.MaxUint32 {
 					t.Errorf("bytes %x", b)

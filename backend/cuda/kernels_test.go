@@ -272,6 +272,16 @@ type ptxEntry struct {
 	params []Param
 }
 
+// size is the size of the entry's parameter space: the end of its last
+// parameter.
+func (e ptxEntry) size() int {
+	if len(e.params) == 0 {
+		return 0
+	}
+	p := e.params[len(e.params)-1]
+	return p.Offset + p.Size
+}
+
 var (
 	clangOnce sync.Once
 	clangPTX  map[string]ptxEntry
@@ -421,6 +431,12 @@ func checkSignatures(t *testing.T, ptx map[string]ptxEntry) {
 			if e.params[i] != l.params[i] {
 				t.Errorf("%s: argument %d packed as %+v, the kernel's parameter is %+v", l.name, i, l.params[i], e.params[i])
 			}
+		}
+		// The driver refuses a buffer of any other size than the
+		// parameter space, tail padding included, with "too many
+		// resources requested for launch".
+		if n := e.size(); len(l.args) != n {
+			t.Errorf("%s: %d bytes of arguments, the kernel's parameters take %d", l.name, len(l.args), n)
 		}
 	}
 	// Every kernel of the sources has a caller.
