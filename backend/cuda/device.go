@@ -113,14 +113,14 @@ type realDevice struct {
 
 	modMu  sync.Mutex
 	mods   map[string]uintptr
-	funcs  map[string]uintptr
+	funcs  map[string]kernelFunc
 	nvrtc  *nvrtc
 	nvErr  error
 	nvOnce sync.Once
 }
 
 func openDevice(d *driver, ordinal int) (*realDevice, error) {
-	r := &realDevice{d: d, mods: map[string]uintptr{}, funcs: map[string]uintptr{}}
+	r := &realDevice{d: d, mods: map[string]uintptr{}, funcs: map[string]kernelFunc{}}
 	if err := d.check("cuDeviceGet", d.cuDeviceGet(&r.dev, int32(ordinal))); err != nil {
 		return nil, err
 	}
@@ -263,13 +263,16 @@ func (r *realDevice) launch(module, name string, grid, block, shmem int, a *Args
 	if grid <= 0 {
 		return nil
 	}
+	if f.maxThreads > 0 && block > f.maxThreads {
+		return fmt.Errorf("cuda: launch %s with %d threads per block: the kernel takes at most %d on %s (its registers)", name, block, f.maxThreads, r.inf.Name)
+	}
 	buf := a.Bytes()
 	fr := new(launchFrame)
 	fr.size = uint64(len(buf))
 	fr.extra = [5]uintptr{launchParamBufferPointer, uintptr(unsafe.Pointer(unsafe.SliceData(buf))),
 		launchParamBufferSize, uintptr(unsafe.Pointer(&fr.size)), launchParamEnd}
 	err = r.call(func() error {
-		return r.d.check("cuLaunchKernel "+name, r.d.cuLaunchKernel(f, uint32(grid), 1, 1, uint32(block), 1, 1,
+		return r.d.check("cuLaunchKernel "+name, r.d.cuLaunchKernel(f.f, uint32(grid), 1, 1, uint32(block), 1, 1,
 			uint32(shmem), r.stream, nil, &fr.extra[0]))
 	})
 	runtime.KeepAlive(buf)
@@ -277,11 +280,18 @@ func (r *realDevice) launch(module, name string, grid, block, shmem int, a *Args
 	return err
 }
 
+// kernelFunc is a loaded kernel and the most threads per block it can be
+// launched with on this device (0 when the driver does not say).
+type kernelFunc struct {
+	f          uintptr
+	maxThreads int
+}
+
 // function returns the CUfunction of name in module, loading the module on
 // first use: from committed PTX when the package carries it, otherwise
 // compiled from the embedded source by NVRTC for this device's
 // architecture.
-func (r *realDevice) function(module, name string) (uintptr, error) {
+func (r *realDevice) function(module, name string) (kernelFunc, error) {
 	key := module + "." + name
 	r.modMu.Lock()
 	defer r.modMu.Unlock()
@@ -292,16 +302,26 @@ func (r *realDevice) function(module, name string) (uintptr, error) {
 	if !ok {
 		var err error
 		if m, err = r.loadModule(module); err != nil {
-			return 0, err
+			return kernelFunc{}, err
 		}
 		r.mods[module] = m
 	}
-	var f uintptr
+	var f kernelFunc
 	err := r.call(func() error {
-		return r.d.check("cuModuleGetFunction "+key, r.d.cuModuleGetFunction(&f, m, cString(name)))
+		if err := r.d.check("cuModuleGetFunction "+key, r.d.cuModuleGetFunction(&f.f, m, cString(name))); err != nil {
+			return err
+		}
+		// The limit the registers set; a launch above it would fail
+		// with "too many resources requested for launch", which names
+		// neither the kernel's limit nor the block asked for.
+		var v int32
+		if r.d.cuFuncGetAttribute(&v, funcAttrMaxThreadsPerBlock, f.f) == cuSuccess {
+			f.maxThreads = int(v)
+		}
+		return nil
 	})
 	if err != nil {
-		return 0, err
+		return kernelFunc{}, err
 	}
 	r.funcs[key] = f
 	return f, nil

@@ -49,6 +49,7 @@ type driver struct {
 	cuModuleLoadDataEx  func(m *uintptr, image unsafe.Pointer, nopt uint32, opts *int32, vals *uintptr) cuResult
 	cuModuleUnload      func(m uintptr) cuResult
 	cuModuleGetFunction func(f *uintptr, m uintptr, name *byte) cuResult
+	cuFuncGetAttribute  func(v *int32, attr int32, f uintptr) cuResult
 	// cuLaunchKernel's kernelParams is always nil: arguments travel in one
 	// buffer through extra.
 	cuLaunchKernel func(f uintptr, gx, gy, gz, bx, by, bz, shmem uint32, stream uintptr, params unsafe.Pointer, extra *uintptr) cuResult
@@ -67,6 +68,9 @@ const (
 	attrComputeMajor         = 75
 	attrComputeMinor         = 76
 )
+
+// Function attributes.
+const funcAttrMaxThreadsPerBlock = 0 // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
 
 // Flags.
 const (
@@ -125,6 +129,7 @@ func bindDriver(lib *Library) (*driver, error) {
 	b.Bind(&d.cuModuleLoadDataEx, "cuModuleLoadDataEx")
 	b.Bind(&d.cuModuleUnload, "cuModuleUnload")
 	b.Bind(&d.cuModuleGetFunction, "cuModuleGetFunction")
+	b.Bind(&d.cuFuncGetAttribute, "cuFuncGetAttribute")
 	b.Bind(&d.cuLaunchKernel, "cuLaunchKernel")
 	if err := b.Err(); err != nil {
 		return nil, err

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/flockml/flock/backend"
 )
 
 // kernelCheckEnv set to "require" makes the tests that compile the kernels
@@ -271,6 +273,9 @@ func TestKernelsCompile(t *testing.T) {
 		}
 	}
 	checkSignatures(t, entries["80"])
+	for _, arch := range kernelArchs {
+		checkLaunchGeometry(t, "sm_"+arch, resources[arch])
+	}
 	names := make([]string, 0, n)
 	for name := range resources["90"] {
 		names = append(names, name)
@@ -451,6 +456,117 @@ ptxas info    : Used 18 registers, used 0 barriers
 	for k, w := range want {
 		if got[k] != w {
 			t.Errorf("%s: %+v, want %+v", k, got[k], w)
+		}
+	}
+}
+
+// Per-block limits of sm_80, sm_86 and sm_90.
+const (
+	maxBlockThreads   = 1024
+	blockRegisters    = 64 * 1024
+	regAllocUnit      = 256 // registers are given to a warp in units of 256
+	maxStaticSharedMB = 48 * 1024
+)
+
+// blockLimit is the most threads per block a kernel with resources r can be
+// launched with: the driver refuses a block whose warps' registers exceed
+// the register file of a block ("too many resources requested for launch").
+func blockLimit(r kernelResources) int {
+	perWarp := (r.Registers*32 + regAllocUnit - 1) / regAllocUnit * regAllocUnit
+	if perWarp == 0 {
+		return maxBlockThreads
+	}
+	return min(blockRegisters/perWarp*32, maxBlockThreads)
+}
+
+func TestBlockLimit(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ regs, want int }{
+		{0, 1024}, {32, 1024}, {64, 1024}, {65, 896}, {72, 896}, {128, 512}, {255, 256},
+	} {
+		if got := blockLimit(kernelResources{Registers: c.regs}); got != c.want {
+			t.Errorf("blockLimit(%d registers) = %d, want %d", c.regs, got, c.want)
+		}
+	}
+}
+
+// exerciseWide calls the kernels whose block size grows with a row's
+// length (one block per row, softmax, cross-entropy, layer norm, the
+// reductions and batch norm's statistics) on rows long enough that the host
+// code chooses the largest block it ever does.
+func exerciseWide(b *Backend) error {
+	var err error
+	do := func(what string, e error) {
+		if e != nil && err == nil {
+			err = fmt.Errorf("%s: %w", what, e)
+		}
+	}
+	alloc := func(dt backend.DType, shape ...int) backend.View {
+		s := backend.Shape(shape)
+		buf, e := b.Alloc(max(s.NumElements(), 1) * dt.Size())
+		do("alloc", e)
+		return backend.Contiguous(buf, dt, s)
+	}
+	const n = 8192
+	for _, dt := range []backend.DType{backend.Float32, backend.Float64} {
+		x := alloc(dt, 2, n)
+		do("softmax", b.Softmax(alloc(dt, 2, n), x, 1, false))
+		do("softmax back", b.SoftmaxBackward(alloc(dt, 2, n), x, x, 1, false))
+		for _, it := range []backend.DType{backend.Int32, backend.Int64} {
+			ce := backend.CrossEntropyParams{IgnoreIndex: -100}
+			tgt := alloc(it, 2)
+			do("xent", b.CrossEntropy(alloc(dt, 2), x, tgt, ce))
+			do("xent back", b.CrossEntropyBackward(alloc(dt, 2, n), x, tgt, alloc(dt, 2), ce))
+		}
+		do("layer norm", b.LayerNorm(alloc(dt, 2, n), alloc(dt, 2), alloc(dt, 2), x, alloc(dt, n), alloc(dt, n), n, 1e-5))
+		do("layer norm back", b.LayerNormBackward(alloc(dt, 2, n), alloc(dt, n), alloc(dt, n), x, x, alloc(dt, n), alloc(dt, 2), alloc(dt, 2), n))
+		do("reduce", b.Reduce(backend.Sum, alloc(dt, 2), x, []int{1}, backend.ReduceParams{}))
+		bx := alloc(dt, 8, 2, 32, 32)
+		ch := func() backend.View { return alloc(dt, 2) }
+		np := backend.NormParams{Eps: 1e-5, Momentum: 0.1, Training: true}
+		do("batch norm", b.BatchNorm(alloc(dt, 8, 2, 32, 32), ch(), ch(), bx, ch(), ch(), ch(), ch(), np))
+		do("batch norm back", b.BatchNormBackward(alloc(dt, 8, 2, 32, 32), ch(), ch(), bx, bx, ch(), ch(), ch(), np))
+	}
+	return err
+}
+
+// checkLaunchGeometry checks that every launch of the host code (exercise
+// and exerciseWide) fits the kernel's resources on arch as ptxas reports
+// them: its block within the threads the kernel's registers allow, its
+// static shared memory within a block's 48 KiB.
+func checkLaunchGeometry(t *testing.T, arch string, res map[string]kernelResources) {
+	t.Helper()
+	b, f := newFakeBackend()
+	if err := exercise(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := exerciseWide(b); err != nil {
+		t.Fatal(err)
+	}
+	widest := map[string]int{}
+	for _, l := range f.takeLaunches() {
+		widest[l.name] = max(widest[l.name], l.block)
+	}
+	names := make([]string, 0, len(widest))
+	for name := range widest {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		r, ok := res[name]
+		if !ok {
+			continue // checkSignatures reports it
+		}
+		if lim := blockLimit(r); widest[name] > lim {
+			t.Errorf("%s: %s launched with %d threads per block, its %d registers a thread allow %d", arch, name, widest[name], r.Registers, lim)
+		}
+		if r.SharedMem > maxStaticSharedMB {
+			t.Errorf("%s: %s uses %d bytes of static shared memory, a block has %d", arch, name, r.SharedMem, maxStaticSharedMB)
+		}
+	}
+	for _, name := range []string{"softmax_rows_f32", "xent_f64_i64", "ln_fwd_f32", "reduce_block_f64", "bn_stats_f32"} {
+		if widest[name] < 256 {
+			t.Errorf("%s: widest launch of %d threads; exerciseWide does not reach the largest block", name, widest[name])
 		}
 	}
 }
