@@ -4,6 +4,7 @@
 // contiguous work is a single axis. Pointers address each view's first
 // element.
 #include "common.cuh"
+#include "unary.cuh"
 
 template <typename D, typename S>
 __device__ void copy_impl(D *dst, const S *src, i64 n, int nd, Dims shape, Dims sd, Dims ss) {
@@ -70,58 +71,6 @@ FILL(i64, i64)
 FILL(u8, unsigned char)
 FILL(b8, b8)
 
-// Unary operations, numbered as backend.UnaryOp.
-enum {
-  U_NEG, U_EXP, U_LOG, U_SQRT, U_RSQRT, U_TANH, U_SIGMOID, U_RELU, U_GELU, U_GELU_TANH,
-  U_ABS, U_SIGN, U_ERF, U_RECIP, U_SQUARE, U_POW, U_ADD, U_MUL
-};
-
-__device__ __forceinline__ float unary_f(int op, float x, float arg, double darg) {
-  switch (op) {
-  case U_NEG: return -x;
-  case U_EXP: return expf(x);
-  case U_LOG: return logf(x);
-  case U_SQRT: return sqrtf(x);
-  case U_RSQRT: return 1.0f / sqrtf(x);
-  case U_TANH: return tanhf(x);
-  case U_SIGMOID: return 1.0f / (1.0f + expf(-x));
-  case U_RELU: return x < 0.0f ? 0.0f : x;
-  case U_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-  case U_GELU_TANH: return 0.5f * x * (1.0f + tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
-  case U_ABS: return fabsf(x);
-  case U_SIGN: return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f);
-  case U_ERF: return erff(x);
-  case U_RECIP: return 1.0f / x;
-  case U_SQUARE: return x * x;
-  case U_POW: return darg == 1.0 ? x : (darg == 2.0 ? x * x : (float)pow((double)x, darg));
-  case U_ADD: return x + arg;
-  case U_MUL: return x * arg;
-  }
-  return x;
-}
-__device__ __forceinline__ double unary_d(int op, double x, double arg) {
-  switch (op) {
-  case U_NEG: return -x;
-  case U_EXP: return exp(x);
-  case U_LOG: return log(x);
-  case U_SQRT: return sqrt(x);
-  case U_RSQRT: return 1.0 / sqrt(x);
-  case U_TANH: return tanh(x);
-  case U_SIGMOID: return 1.0 / (1.0 + exp(-x));
-  case U_RELU: return x < 0.0 ? 0.0 : x;
-  case U_GELU: return 0.5 * x * (1.0 + erf(x * 0.70710678118654752440));
-  case U_GELU_TANH: return 0.5 * x * (1.0 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
-  case U_ABS: return fabs(x);
-  case U_SIGN: return x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : 0.0);
-  case U_ERF: return erf(x);
-  case U_RECIP: return 1.0 / x;
-  case U_SQUARE: return x * x;
-  case U_POW: return arg == 1.0 ? x : (arg == 2.0 ? x * x : pow(x, arg));
-  case U_ADD: return x + arg;
-  case U_MUL: return x * arg;
-  }
-  return x;
-}
 template <typename T> __device__ __forceinline__ T unary_i(int op, T x) {
   switch (op) {
   case U_NEG: return -x;
