@@ -83,7 +83,7 @@ func exercise(b *Backend) error {
 		do("reduce thread", b.Reduce(backend.Max, alloc(dt, 257, 129), x, []int{0}, backend.ReduceParams{}))
 		do("reduce all", b.Reduce(backend.Var, alloc(dt), x, []int{0, 1, 2}, backend.ReduceParams{Correction: 1}))
 		do("argmax", b.Reduce(backend.ArgMax, alloc(backend.Int64, 3, 257), x, []int{2}, backend.ReduceParams{}))
-		do("matmul", b.MatMul(alloc(dt, 2, 5, 7), alloc(dt, 2, 5, 3), transposed(alloc(dt, 2, 7, 3)), backend.MatMulParams{Alpha: 1}))
+		do("matmul", b.MatMul(alloc(dt, 2, 5, 7), alloc(dt, 2, 5, 3), alloc(dt, 2, 7, 3), backend.MatMulParams{Alpha: 1, TransB: true}))
 		conv := backend.ConvParams{StrideH: 2, StrideW: 1, PadH: 1, PadW: 1, DilationH: 1, DilationW: 2, Groups: 2}
 		cx, cw, cy := alloc(dt, 2, 4, 9, 8), alloc(dt, 6, 2, 3, 3), alloc(dt, 2, 6, 5, 6)
 		do("conv", b.Conv2d(cy, cx, cw, conv))
@@ -192,24 +192,38 @@ func TestKernelArgumentErrors(t *testing.T) {
 		buf, _ := b.Alloc(backend.Shape(shape).NumElements() * dt.Size())
 		return backend.Contiguous(buf, dt, shape)
 	}
+	transposed := func(x backend.View) backend.View {
+		x.Shape = backend.Shape{x.Shape[1], x.Shape[0]}
+		x.Strides = []int{x.Strides[1], x.Strides[0]}
+		return x
+	}
+	broadcastBatch := func(x backend.View, n int) backend.View {
+		x.Shape = append(backend.Shape{n}, x.Shape[1:]...)
+		x.Strides = append([]int{0}, x.Strides[1:]...)
+		return x
+	}
 	over := v(backend.Float32, 4)
 	over.Shape = backend.Shape{5}
 	over.Strides = []int{1}
 	cases := map[string]error{
-		"overrun":          b.Unary(backend.Exp, over, over, 0),
-		"shape":            b.Binary(backend.Add, v(backend.Float32, 3), v(backend.Float32, 3), v(backend.Float32, 4)),
-		"int div":          b.Binary(backend.Div, v(backend.Int32, 3), v(backend.Int32, 3), v(backend.Int32, 3)),
-		"random int":       b.Random(v(backend.Int32, 4), backend.RandomParams{B: 1}),
-		"dropout p":        b.Dropout(v(backend.Float32, 4), v(backend.Bool, 4), v(backend.Float32, 4), 1.5, 0, 0),
-		"reduce axes":      b.Reduce(backend.Sum, v(backend.Float32, 3), v(backend.Float32, 3, 4), []int{1, 1}, backend.ReduceParams{}),
-		"argmax axes":      b.Reduce(backend.ArgMax, v(backend.Int64), v(backend.Float32, 3, 4), []int{0, 1}, backend.ReduceParams{}),
-		"empty max":        b.Reduce(backend.Max, v(backend.Float32, 3), v(backend.Float32, 3, 0), []int{1}, backend.ReduceParams{}),
-		"matmul shapes":    b.MatMul(v(backend.Float32, 2, 2), v(backend.Float32, 2, 3), v(backend.Float32, 2, 2), backend.MatMulParams{Alpha: 1}),
-		"pool padding":     b.Pool2d(backend.AvgPool, v(backend.Float32, 1, 1, 2, 2), backend.View{}, v(backend.Float32, 1, 1, 4, 4), backend.PoolParams{KernelH: 2, KernelW: 2, StrideH: 2, StrideW: 2, PadH: 2, DilationH: 1, DilationW: 1}),
-		"conv groups":      b.Conv2d(v(backend.Float32, 1, 3, 2, 2), v(backend.Float32, 1, 3, 2, 2), v(backend.Float32, 3, 3, 1, 1), backend.ConvParams{StrideH: 1, StrideW: 1, DilationH: 1, DilationW: 1, Groups: 2}),
-		"xent target type": b.CrossEntropy(v(backend.Float32, 2), v(backend.Float32, 2, 3), v(backend.Float32, 2), backend.CrossEntropyParams{}),
-		"bn eval":          b.BatchNorm(v(backend.Float32, 2, 3), backend.View{}, backend.View{}, v(backend.Float32, 2, 3), backend.View{}, backend.View{}, backend.View{}, backend.View{}, backend.NormParams{}),
-		"scatter bcast":    b.ScatterAdd(backend.View{Buf: over.Buf, DType: backend.Float32, Shape: backend.Shape{4}, Strides: []int{0}}, v(backend.Int64, 4), v(backend.Float32, 4), 0),
+		"overrun":       b.Unary(backend.Exp, over, over, 0),
+		"shape":         b.Binary(backend.Add, v(backend.Float32, 3), v(backend.Float32, 3), v(backend.Float32, 4)),
+		"int div":       b.Binary(backend.Div, v(backend.Int32, 3), v(backend.Int32, 3), v(backend.Int32, 3)),
+		"random int":    b.Random(v(backend.Int32, 4), backend.RandomParams{B: 1}),
+		"dropout p":     b.Dropout(v(backend.Float32, 4), v(backend.Bool, 4), v(backend.Float32, 4), 1.5, 0, 0),
+		"reduce axes":   b.Reduce(backend.Sum, v(backend.Float32, 3), v(backend.Float32, 3, 4), []int{1, 1}, backend.ReduceParams{}),
+		"argmax axes":   b.Reduce(backend.ArgMax, v(backend.Int64), v(backend.Float32, 3, 4), []int{0, 1}, backend.ReduceParams{}),
+		"empty max":     b.Reduce(backend.Max, v(backend.Float32, 3), v(backend.Float32, 3, 0), []int{1}, backend.ReduceParams{}),
+		"matmul shapes": b.MatMul(v(backend.Float32, 2, 2), v(backend.Float32, 2, 3), v(backend.Float32, 2, 2), backend.MatMulParams{Alpha: 1}),
+		// A transposed view is TransA's job; the CPU backend refuses it too.
+		"matmul transposed inner axis": b.MatMul(v(backend.Float32, 2, 3), transposed(v(backend.Float32, 4, 2)), v(backend.Float32, 4, 3), backend.MatMulParams{Alpha: 1}),
+		"matmul transposed b":          b.MatMul(v(backend.Float32, 2, 3), v(backend.Float32, 2, 4), transposed(v(backend.Float32, 3, 4)), backend.MatMulParams{Alpha: 1}),
+		"matmul broadcast dst":         b.MatMul(broadcastBatch(v(backend.Float32, 1, 2, 3), 4), v(backend.Float32, 4, 2, 4), v(backend.Float32, 4, 4, 3), backend.MatMulParams{Alpha: 1}),
+		"pool padding":                 b.Pool2d(backend.AvgPool, v(backend.Float32, 1, 1, 2, 2), backend.View{}, v(backend.Float32, 1, 1, 4, 4), backend.PoolParams{KernelH: 2, KernelW: 2, StrideH: 2, StrideW: 2, PadH: 2, DilationH: 1, DilationW: 1}),
+		"conv groups":                  b.Conv2d(v(backend.Float32, 1, 3, 2, 2), v(backend.Float32, 1, 3, 2, 2), v(backend.Float32, 3, 3, 1, 1), backend.ConvParams{StrideH: 1, StrideW: 1, DilationH: 1, DilationW: 1, Groups: 2}),
+		"xent target type":             b.CrossEntropy(v(backend.Float32, 2), v(backend.Float32, 2, 3), v(backend.Float32, 2), backend.CrossEntropyParams{}),
+		"bn eval":                      b.BatchNorm(v(backend.Float32, 2, 3), backend.View{}, backend.View{}, v(backend.Float32, 2, 3), backend.View{}, backend.View{}, backend.View{}, backend.View{}, backend.NormParams{}),
+		"scatter bcast":                b.ScatterAdd(backend.View{Buf: over.Buf, DType: backend.Float32, Shape: backend.Shape{4}, Strides: []int{0}}, v(backend.Int64, 4), v(backend.Float32, 4), 0),
 	}
 	for name, err := range cases {
 		if err == nil {

@@ -78,6 +78,18 @@ func matOperand(v backend.View) (rs, cs int, ok bool) {
 	return rs, cs, cs == 1 && rs >= max(cols, 1)
 }
 
+// rowsContiguous reports whether each matrix of v (its last two axes) has
+// contiguous rows, none overlapping the next: the operands the CPU backend
+// accepts. Empty matrices and single rows qualify whatever their strides.
+func rowsContiguous(v backend.View) bool {
+	r := len(v.Shape)
+	rows, cols := v.Shape[r-2], v.Shape[r-1]
+	if cols > 1 && v.Strides[r-1] != 1 {
+		return false
+	}
+	return rows <= 1 || cols == 0 || v.Strides[r-2] >= cols
+}
+
 // MatMul implements backend.Backend for Float32 and Float64 (and, through
 // cuBLAS, BFloat16 and Float16 operands with float32 accumulation). With
 // Options.Autocast set, float32 operands are rounded to that type first.
@@ -116,6 +128,19 @@ func (b *Backend) MatMul(dst, x, y backend.View, p backend.MatMulParams) error {
 	if !backend.Shape(x.Shape[:r-2]).Equal(batchShape) || !backend.Shape(y.Shape[:r-2]).Equal(batchShape) {
 		return fmt.Errorf("cuda: %s: batch shapes a%v, b%v, dst%v differ", k, x.Shape, y.Shape, dst.Shape)
 	}
+	// The CPU backend's rules: each matrix's rows contiguous and apart
+	// (transposition is TransA and TransB, not a view's strides), and no
+	// two products writing the same dst.
+	for i, v := range []backend.View{dst, x, y} {
+		if !rowsContiguous(v) {
+			return fmt.Errorf("cuda: %s: %s (shape %v, strides %v) needs contiguous rows (unit column stride, row stride ≥ row length)", k, []string{"dst", "a", "b"}[i], v.Shape, v.Strides)
+		}
+	}
+	for i, d := range batchShape {
+		if d > 1 && dst.Strides[i] == 0 {
+			return fmt.Errorf("cuda: %s: dst%v broadcasts batch axis %d", k, dst.Shape, i)
+		}
+	}
 	if dst.NumElements() == 0 {
 		return nil
 	}
@@ -124,9 +149,6 @@ func (b *Backend) MatMul(dst, x, y backend.View, p backend.MatMulParams) error {
 			return b.Fill(dst, 0)
 		}
 		return b.Unary(backend.MulScalar, dst, dst, p.Beta)
-	}
-	if _, _, ok := matOperand(dst); !ok {
-		return fmt.Errorf("cuda: %s: dst (shape %v, strides %v) needs unit column stride", k, dst.Shape, dst.Strides)
 	}
 	// Operands that cuBLAS cannot address are copied to contiguous memory.
 	var releases []func()
