@@ -6,8 +6,9 @@
 #   bench/gpu/build.sh           # with Go: bin/gpu/{cudatest,nccltest,flock,fashion-mnist-test.beton}
 #   bench/gpu/run.sh [BIN_DIR]   # on the GPU machine; BIN_DIR defaults to bin/gpu
 #
-# Stages, in order. The first that fails ends the run: summary.txt names its
-# class and quotes its first errors, so that one call teaches the most.
+# Stages, in order. The first that fails ends the run (unless KEEP_GOING=1):
+# summary.txt names its class and quotes its first errors, so that one call
+# teaches the most.
 #
 #   discovery    flock doctor: the driver, a GPU, NVRTC and cuBLAS found
 #                (cuDNN and NCCL reported); PyTorch's CUDA libraries are
@@ -31,7 +32,9 @@
 #
 # Settings (environment): DEADLINE (seconds for the whole run, 470), BATCH
 # (training-step benchmarks, 64), STEPS (timed steps, 10), MATMUL_N (4096),
-# PYTHON (python3), FULL=1 (also the suite with flock's own GEMM and im2col).
+# PYTHON (python3), FULL=1 (also the suite with flock's own GEMM and im2col),
+# KEEP_GOING=1 (run every stage after a failed one too, each failure reported
+# in summary.txt as it happens; the exit status is still 1 when any failed).
 #
 # REHEARSAL=1 runs every stage on a machine without a GPU, where each step
 # must reach its tests and find no GPU: the script, the binaries and their
@@ -52,6 +55,9 @@ batch="${BATCH:-64}"
 steps="${STEPS:-10}"
 mm="${MATMUL_N:-4096}"
 rehearsal="${REHEARSAL:-}"
+keepgoing="${KEEP_GOING:-}"
+[[ "$keepgoing" == 0 ]] && keepgoing=""
+failed=0
 start=$(date +%s)
 deadline=$((start + ${DEADLINE:-470}))
 summary="$out/summary.txt"
@@ -72,9 +78,9 @@ finish() {
 	exit "$1"
 }
 
-# fail CLASS LOG WHY ends the run at a failed stage, quoting the log.
+# fail CLASS LOG WHY ends a failed stage, quoting the log. Stages run in
+# subshells (runstage), so this ends the stage, not the script.
 fail() {
-	stages+=("$1:FAILED")
 	note ""
 	note "FAILED at $1: $3"
 	if [[ -n "$2" && -s "$out/$2" ]]; then
@@ -83,7 +89,30 @@ fail() {
 		note "--- last lines of $2:"
 		tail -n 15 "$out/$2" | tee -a "$summary"
 	fi
-	finish 1
+	exit 1
+}
+
+# runstage CLASS FUNC runs the stage FUNC in a subshell and records how it
+# ended; a failed stage ends the run unless KEEP_GOING is set. A stage may
+# write its own status (instead of FAILED) to $stagestatus.
+stagestatus="$out/.stage-status"
+runstage() {
+	local class=$1 rc st
+	rm -f "$stagestatus"
+	("$2")
+	rc=$?
+	if ((rc == 0)); then
+		stages+=("$class:ok")
+		return
+	fi
+	st="$(cat "$stagestatus" 2>/dev/null)"
+	rm -f "$stagestatus"
+	stages+=("$class:${st:-FAILED}")
+	failed=1
+	if [[ -z "$keepgoing" ]]; then
+		finish 1
+	fi
+	note "KEEP_GOING: on after the failed $class stage"
 }
 
 # step CAP LOG CMD... runs CMD with its output in $out/LOG, for at most CAP
@@ -193,6 +222,10 @@ if [[ -n "$torchlibs" ]]; then
 	export FLOCK_CUDA_LIB_DIR="${FLOCK_CUDA_LIB_DIR:+$FLOCK_CUDA_LIB_DIR:}$torchlibs"
 fi
 echo "FLOCK_CUDA_LIB_DIR=${FLOCK_CUDA_LIB_DIR:-}" >>"$out/environment.txt"
+
+# The stages, each a function that runstage runs; discovery's body is not
+# indented, for the Python of its here-document.
+discovery() {
 step 30 doctor.txt "$bin/flock" doctor || fail discovery doctor.txt "flock doctor: exit status $?"
 "$bin/flock" doctor --json >"$out/doctor.json" 2>&1 || fail discovery doctor.json "flock doctor --json failed"
 "$py" - "$out/doctor.json" "$rehearsal" >>"$out/doctor.txt" 2>&1 <<'PYEOF' || fail discovery doctor.txt "$(tail -n 1 "$out/doctor.txt")"
@@ -223,33 +256,39 @@ print("found:", ", ".join("%s %s" % (n, l.get("version", "")) for n, l in libs.i
 PYEOF
 head -n 3 "$out/environment.txt" | tee -a "$summary"
 grep -E '^(GPU|  cuda:|CUDA driver|found:|rehearsal:)' "$out/doctor.txt" | tee -a "$summary"
-stages+=(discovery:ok)
+}
+runstage discovery discovery
 
-gotest conformance 200 conformance.log "$bin/cudatest" TestTensorOnGPU TestConformance
-if [[ -n "${FULL:-}" ]]; then
-	gotest conformance 200 conformance_own.log "$bin/cudatest" TestConformanceOwnKernels
-fi
-stages+=(conformance:ok)
-gotest dropout 60 dropout.log "$bin/cudatest" TestMatchesCPU
-stages+=(dropout:ok)
-gotest nccl 60 nccl.log "$bin/nccltest" TestWorldOfOne
-stages+=(nccl:ok)
-gotest training 120 training.log "$bin/cudatest" TestTrainStepsMatchCPU
-flocktrain train_cnn.log --model cnn --train-images 2048 --batch-size 128
-flocktrain train_resnet50.log --model resnet50 --train-images 256 --batch-size 32
-# Two ranks of one NCCL communicator cannot share a GPU: the two-rank test
-# needs two (a rehearsal runs it to its skip).
-gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
-dpTests=(TestDataParallelMatchesCPU)
-if [[ -n "$rehearsal" ]] || ((gpus >= 2)); then
-	dpTests+=(TestDataParallelTwoGPUs)
-fi
-gotest training 150 training_nccl.log "$bin/nccltest" "${dpTests[@]}"
-flockrun run_dp_cnn.log --model cnn --train-images 2048 --batch-size 128
-stages+=(training:ok)
+conformance() {
+	gotest conformance 200 conformance.log "$bin/cudatest" TestTensorOnGPU TestConformance
+	if [[ -n "${FULL:-}" ]]; then
+		gotest conformance 200 conformance_own.log "$bin/cudatest" TestConformanceOwnKernels
+	fi
+}
+runstage conformance conformance
+dropout() { gotest dropout 60 dropout.log "$bin/cudatest" TestMatchesCPU; }
+runstage dropout dropout
+nccl() { gotest nccl 60 nccl.log "$bin/nccltest" TestWorldOfOne; }
+runstage nccl nccl
 
-# performance: a failed or skipped measurement is reported, not fatal.
-perf=ok
+training() {
+	gotest training 120 training.log "$bin/cudatest" TestTrainStepsMatchCPU
+	flocktrain train_cnn.log --model cnn --train-images 2048 --batch-size 128
+	flocktrain train_resnet50.log --model resnet50 --train-images 256 --batch-size 32
+	# Two ranks of one NCCL communicator cannot share a GPU: the two-rank test
+	# needs two (a rehearsal runs it to its skip).
+	gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+	dpTests=(TestDataParallelMatchesCPU)
+	if [[ -n "$rehearsal" ]] || ((gpus >= 2)); then
+		dpTests+=(TestDataParallelTwoGPUs)
+	fi
+	gotest training 150 training_nccl.log "$bin/nccltest" "${dpTests[@]}"
+	flockrun run_dp_cnn.log --model cnn --train-images 2048 --batch-size 128
+}
+runstage training training
+
+# performance: a failed or skipped measurement is reported, and the other
+# measurements still run; bench and peer note a failure in perf.
 bench() {
 	local log=$1 rc
 	shift
@@ -272,13 +311,16 @@ peer() {
 		perf="failed ($log)"
 	fi
 }
-FLOCK_GPU_MATMUL_N="$mm" bench kernels.log -test.bench '^Benchmark(MatMul|Memory)$/^(tf32|bf16_autocast|copy|unary|binary|reduce|softmax)' -test.benchtime 20x
-peer torch_matmul.log --model "" --matmul "$mm"
-FLOCK_GPU_MODELS=resnet50,vit_base_p16 FLOCK_GPU_BATCH="$batch" bench steps_flock.log -test.bench '^BenchmarkModelStep$' -test.benchtime "${steps}x"
-peer steps_torch.log --model resnet50,vit_base_p16 --batch "$batch" --warmup 3 --steps "$steps"
-if [[ "$perf" != ok ]]; then
-	stages+=("performance:$perf")
-	finish 1
-fi
-stages+=(performance:ok)
-finish 0
+performance() {
+	perf=ok
+	FLOCK_GPU_MATMUL_N="$mm" bench kernels.log -test.bench '^Benchmark(MatMul|Memory)$/^(tf32|bf16_autocast|copy|unary|binary|reduce|softmax)' -test.benchtime 20x
+	peer torch_matmul.log --model "" --matmul "$mm"
+	FLOCK_GPU_MODELS=resnet50,vit_base_p16 FLOCK_GPU_BATCH="$batch" bench steps_flock.log -test.bench '^BenchmarkModelStep$' -test.benchtime "${steps}x"
+	peer steps_torch.log --model resnet50,vit_base_p16 --batch "$batch" --warmup 3 --steps "$steps"
+	if [[ "$perf" != ok ]]; then
+		echo "$perf" >"$stagestatus"
+		exit 1
+	fi
+}
+runstage performance performance
+finish "$failed"
