@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 	"sync"
 )
 
@@ -71,11 +72,14 @@ type allocator struct {
 	drv     memDriver
 	free    map[poolKey][]*block
 	pending []*block // released, waiting for events of other streams
-	st      AllocStats
+	// shared are the live blocks used on other streams, so that a stream
+	// about to be destroyed can be struck from them (forgetStream).
+	shared map[*block]struct{}
+	st     AllocStats
 }
 
 func newAllocator(drv memDriver) *allocator {
-	return &allocator{drv: drv, free: map[poolKey][]*block{}}
+	return &allocator{drv: drv, free: map[poolKey][]*block{}, shared: map[*block]struct{}{}}
 }
 
 // Size classes: multiples of 512 bytes up to 1 MiB; above, eight classes per
@@ -162,6 +166,24 @@ func (a *allocator) recordStream(b *block, s uintptr) {
 		}
 	}
 	b.others = append(b.others, s)
+	if b.inUse {
+		a.shared[b] = struct{}{}
+	}
+}
+
+// forgetStream strikes stream s from the live blocks that used it. The
+// caller has waited for s's work and is about to destroy it: recording an
+// event on a destroyed stream at a block's release reads freed driver
+// memory, and nothing is left on s to wait for.
+func (a *allocator) forgetStream(s uintptr) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for b := range a.shared {
+		b.others = slices.DeleteFunc(b.others, func(o uintptr) bool { return o == s })
+		if len(b.others) == 0 {
+			delete(a.shared, b)
+		}
+	}
 }
 
 // release returns b to the cache. It panics on a block released twice.
@@ -172,6 +194,7 @@ func (a *allocator) release(b *block) error {
 		panic("cuda: buffer freed twice")
 	}
 	b.inUse = false
+	delete(a.shared, b)
 	if b.size == 0 {
 		return nil
 	}

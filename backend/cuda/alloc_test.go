@@ -4,6 +4,8 @@ import (
 	"errors"
 	"sync"
 	"testing"
+
+	"github.com/flockml/flock/backend"
 )
 
 func TestSizeClass(t *testing.T) {
@@ -115,6 +117,46 @@ func TestAllocatorRecordStream(t *testing.T) {
 	}
 	if len(f.events) != 0 {
 		t.Errorf("%d events not destroyed", len(f.events))
+	}
+}
+
+// TestFreeAfterStreamDestroyed frees buffers that a communication stream
+// used after that stream is gone, as a tensor released after its
+// communicator's Close does: the release must not record an event there.
+func TestFreeAfterStreamDestroyed(t *testing.T) {
+	t.Parallel()
+	b, f := newFakeBackend()
+	const comm, other = 0x77, 0x78
+	early, _ := b.Alloc(4096)
+	late, _ := b.Alloc(4096)
+	both, _ := b.Alloc(100)
+	for _, buf := range []backend.Buffer{early, late, both} {
+		b.RecordStream(buf, comm)
+	}
+	b.RecordStream(both, other)
+	b.Free(early) // waits for an event recorded while comm lives
+
+	// What Stream.Destroy does once comm's work has finished.
+	b.mem.forgetStream(comm)
+	f.destroyStream(comm)
+
+	b.Free(late)
+	if blk := late.(*Buffer).blk; len(blk.events) != 0 || len(blk.others) != 0 {
+		t.Errorf("released block waits for events %v on streams %v", blk.events, blk.others)
+	}
+	b.Free(both)
+	if blk := both.(*Buffer).blk; len(blk.events) != 1 {
+		t.Errorf("block used on a live stream waits for %d events, want 1", len(blk.events))
+	}
+	if n := len(b.mem.shared); n != 0 {
+		t.Errorf("%d released blocks still tracked as shared", n)
+	}
+	f.pass()
+	if err := b.TrimCache(); err != nil {
+		t.Fatal(err)
+	}
+	if st := b.CacheStats(); st.Reserved != 0 {
+		t.Errorf("reserved %d bytes after trimming", st.Reserved)
 	}
 }
 

@@ -34,7 +34,8 @@
 // to the cache at once — tensors free their storage when its reference
 // count drops to zero — so a training step at steady state allocates
 // nothing from the driver. A buffer that another stream used (RecordStream)
-// waits for an event there before reuse. When the driver runs out of memory
+// waits for an event there before reuse; destroying that stream (a
+// communicator's Close) strikes it from the buffers still alive. When the driver runs out of memory
 // the cache is emptied and the allocation retried; TrimCache empties it on
 // demand and CacheStats reports its counters.
 //

@@ -17,6 +17,7 @@ type fakeEngine struct {
 	blocks   map[uintptr][]byte
 	launches []launchRecord
 	events   map[uintptr]bool // event → passed
+	gone     map[uintptr]bool // destroyed streams
 	nextEv   uintptr
 	failNext error // returned by the next malloc
 	limit    int   // bytes the fake device holds (0 = unlimited)
@@ -74,6 +75,10 @@ func (f *fakeEngine) free(p uintptr) error {
 func (f *fakeEngine) record(stream uintptr) (uintptr, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.gone[stream] {
+		// The driver reads the freed CUstream and crashes.
+		return 0, fmt.Errorf("fake: event recorded on destroyed stream %#x", stream)
+	}
 	f.nextEv++
 	f.events[f.nextEv] = false
 	return f.nextEv, nil
@@ -89,6 +94,16 @@ func (f *fakeEngine) destroy(e uintptr) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.events, e)
+}
+
+// destroyStream marks stream as destroyed: recording on it fails.
+func (f *fakeEngine) destroyStream(stream uintptr) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.gone == nil {
+		f.gone = map[uintptr]bool{}
+	}
+	f.gone[stream] = true
 }
 
 // pass marks every recorded event as passed.

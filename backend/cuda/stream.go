@@ -53,7 +53,9 @@ func (s *Stream) Synchronize() error {
 	return r.call(func() error { return r.d.check("cuStreamSynchronize", r.d.cuStreamSynchronize(s.h)) })
 }
 
-// Destroy releases the stream once its work is done.
+// Destroy waits for the stream's work and releases it. Buffers that the
+// stream used (RecordStream) forget it first, so that freeing them later
+// records no event on the destroyed stream.
 func (s *Stream) Destroy() error {
 	var err error
 	s.once.Do(func() {
@@ -62,7 +64,14 @@ func (s *Stream) Destroy() error {
 			err = e
 			return
 		}
-		err = r.call(func() error { return r.d.check("cuStreamDestroy", r.d.cuStreamDestroy(s.h)) })
+		err = r.call(func() error {
+			serr := r.d.check("cuStreamSynchronize", r.d.cuStreamSynchronize(s.h))
+			s.b.mem.forgetStream(s.h)
+			if derr := r.d.check("cuStreamDestroy", r.d.cuStreamDestroy(s.h)); serr == nil {
+				serr = derr
+			}
+			return serr
+		})
 	})
 	return err
 }
