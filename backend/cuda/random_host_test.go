@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/flockml/flock/backend"
 	"github.com/flockml/flock/backend/cpu"
 	"github.com/flockml/flock/tensor"
+	syscpu "golang.org/x/sys/cpu"
 )
 
 // randomHarness runs random_f32/random_f64 and dropout_f32 of
@@ -48,8 +50,8 @@ int main(int argc, char **argv) {
 // compileOnHost compiles harness, a C++ program including kernel files, for
 // the host with testdata/host_prelude.h (skipping the test when there is no
 // C++ compiler) and returns the executable. what names the kernel source
-// in errors.
-func compileOnHost(t *testing.T, what, harness string) string {
+// in errors; flags go to the compiler after the defaults.
+func compileOnHost(t *testing.T, what, harness string, flags ...string) string {
 	t.Helper()
 	cxx := os.Getenv("CXX")
 	if cxx == "" {
@@ -66,7 +68,9 @@ func compileOnHost(t *testing.T, what, harness string) string {
 	exe := filepath.Join(dir, "harness")
 	prelude, _ := filepath.Abs("testdata/host_prelude.h")
 	kernels, _ := filepath.Abs("kernels")
-	out, err := exec.Command(cxx, "-std=c++14", "-O1", "-ffp-contract=off", "-include", prelude, "-I", kernels, "-o", exe, src, "-lm").CombinedOutput()
+	args := append([]string{"-std=c++14", "-O1", "-ffp-contract=off"}, flags...)
+	args = append(args, "-include", prelude, "-I", kernels, "-o", exe, src, "-lm")
+	out, err := exec.Command(cxx, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("compile %s for the host: %v\n%s", what, err, out)
 	}
@@ -76,9 +80,31 @@ func compileOnHost(t *testing.T, what, harness string) string {
 // TestRandomKernelsOnHost compiles the Philox kernels of kernels/random.cu
 // as host C++ (when a C++ compiler is installed), runs them, and checks
 // that they draw exactly the CPU backend's numbers: the stream layout of
-// the CUDA source, not only of the Go code, is pinned without a GPU.
+// the CUDA source, not only of the Go code, is pinned without a GPU. A
+// second build contracts a·b + c into fused multiply-adds wherever the
+// compiler may, as NVRTC does by default, so that the kernels' arithmetic
+// is pinned to the CPU's roundings whatever the compiler fuses.
 func TestRandomKernelsOnHost(t *testing.T) {
-	exe := compileOnHost(t, "kernels/random.cu", randomHarness)
+	builds := []struct {
+		name  string
+		flags []string
+	}{{"separate roundings", nil}}
+	if runtime.GOARCH == "amd64" && syscpu.X86.HasFMA {
+		builds = append(builds, struct {
+			name  string
+			flags []string
+		}{"contracted", []string{"-O2", "-mfma", "-ffp-contract=fast"}})
+	} else {
+		t.Logf("no FMA on this host (%s): the kernels are not run with contracted arithmetic", runtime.GOARCH)
+	}
+	for _, b := range builds {
+		t.Run(b.name, func(t *testing.T) {
+			checkRandomKernelsOnHost(t, compileOnHost(t, "kernels/random.cu", randomHarness, b.flags...))
+		})
+	}
+}
+
+func checkRandomKernelsOnHost(t *testing.T, exe string) {
 	run := func(args ...string) []string {
 		t.Helper()
 		out, err := exec.Command(exe, args...).Output()
@@ -99,6 +125,7 @@ func TestRandomKernelsOnHost(t *testing.T) {
 			{Kind: backend.Uniform, A: 0, B: 1, Seed: 0, Offset: 0},
 			{Kind: backend.Uniform, A: -2, B: 3, Seed: 0xdeadbeefcafef00d, Offset: 5},
 			{Kind: backend.Uniform, A: 0, B: 1, Seed: 7, Offset: 1<<34 + 3},
+			{Kind: backend.Uniform, A: -1, B: 2, Seed: 0x1234, Offset: 3}, // TestMatchesCPU's
 			{Kind: backend.Normal, A: 0, B: 1, Seed: 42, Offset: 0},
 			{Kind: backend.Normal, A: 1.5, B: 0.25, Seed: 1 << 40, Offset: 6},
 		} {

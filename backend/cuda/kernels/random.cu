@@ -66,17 +66,19 @@ __device__ __forceinline__ double normal(u64 j, u64 seed, int wide) {
 }
 
 // kind 0: uniform A + (B−A)·u, clamped below B (top is the largest T below
-// B); kind 1: normal A + B·z.
+// B); kind 1: normal A + B·z. The product and the sum are rounded each on
+// its own, as the CPU backend rounds them: NVRTC would otherwise fuse them
+// into one multiply-add, a last-bit difference.
 template <typename T>
 __device__ void random_fill(T *dst, i64 n, int kind, double a, double b, double top, u64 seed, u64 offset, int wide) {
   FOR_N(i, n) {
     u64 j = offset + (u64)i;
     if (kind == 0) {
-      T x = (T)(a + (b - a) * uniform(j, seed, wide));
+      T x = (T)__dadd_rn(a, __dmul_rn(b - a, uniform(j, seed, wide)));
       if (b > a && (double)x >= (double)(T)b) x = (T)top;
       dst[i] = x;
     } else {
-      dst[i] = (T)(a + b * normal(j, seed, wide));
+      dst[i] = (T)__dadd_rn(a, __dmul_rn(b, normal(j, seed, wide)));
     }
   }
 }

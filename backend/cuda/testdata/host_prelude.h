@@ -21,3 +21,7 @@ inline double __longlong_as_double(long long i) { double d; memcpy(&d, &i, 8); r
 inline unsigned long long atomicMin(unsigned long long *p, unsigned long long v) { unsigned long long o = *p; if (v < o) *p = v; return o; }
 template <typename T> T __shfl_xor_sync(unsigned, T v, int) { return v; }
 inline void __syncthreads() {}
+// Out of line, so that a build that contracts a·b + c cannot fuse them
+// either (CUDA's __dmul_rn and __dadd_rn are never fused).
+__attribute__((noinline)) double __dmul_rn(double a, double b) { return a * b; }
+__attribute__((noinline)) double __dadd_rn(double a, double b) { return a + b; }
