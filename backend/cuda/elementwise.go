@@ -277,9 +277,10 @@ func (b *Backend) Unary(op backend.UnaryOp, dst, x backend.View, arg float64) er
 	return b.launchN("elementwise", "unary_"+typeTag(dst.DType), dst.NumElements(), a)
 }
 
-// Binary implements backend.Backend: every op on Float32 and Float64; Add,
-// Sub, Mul, Maximum, Minimum and the comparisons on Int32 and Int64.
-// Maximum and Minimum propagate NaN.
+// Binary implements backend.Backend: every op on Float32 and Float64, the
+// activation gradients (ReLUGrad … SigmoidGrad, computed in float64 as the
+// CPU backend does) included; Add, Sub, Mul, Maximum, Minimum and the
+// comparisons on Int32 and Int64. Maximum and Minimum propagate NaN.
 func (b *Backend) Binary(op backend.BinaryOp, dst, x, y backend.View) error {
 	if err := b.checkSame("binary", dst, []string{"a", "b"}, x, y); err != nil {
 		return err
@@ -287,16 +288,13 @@ func (b *Backend) Binary(op backend.BinaryOp, dst, x, y backend.View) error {
 	if x.DType != y.DType {
 		return fmt.Errorf("cuda: binary: a dtype %v, b dtype %v", x.DType, y.DType)
 	}
-	if op.IsActivationGrad() {
-		return fmt.Errorf("cuda: binary: op %d: %w", op, backend.ErrUnimplemented)
-	}
-	if op > backend.Ge {
+	if op > backend.SigmoidGrad {
 		return fmt.Errorf("cuda: binary: unknown op %d", op)
 	}
 	switch x.DType {
 	case backend.Float32, backend.Float64:
 	case backend.Int32, backend.Int64:
-		if op == backend.Div || op == backend.Pow {
+		if op == backend.Div || op == backend.Pow || op.IsActivationGrad() {
 			return fmt.Errorf("cuda: binary: op %d on %v", op, x.DType)
 		}
 	default:

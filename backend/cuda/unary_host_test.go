@@ -12,6 +12,8 @@ import (
 
 	"github.com/flockml/flock/backend"
 	"github.com/flockml/flock/backend/backendtest"
+	"github.com/flockml/flock/backend/cpu"
+	"github.com/flockml/flock/tensor"
 )
 
 // unaryHarness reads lines "op x" (x a float64 in hex) and prints the bits
@@ -102,6 +104,99 @@ func TestUnaryKernelsOnHost(t *testing.T) {
 		}
 		if bad > 5 {
 			t.Errorf("%s: %d mismatches in all", c.name, bad)
+		}
+	}
+}
+
+// activationGradHarness reads lines "op g s" (op counted from
+// backend.ReLUGrad, g and s float64 in hex) and prints the bits of
+// activation_grad of kernels/unary.cuh on float32(g), float32(s) rounded
+// to float32, as binary_f<float> of elementwise.cu returns it, and on g, s.
+const activationGradHarness = `#include "unary.cuh"
+int main() {
+  int op;
+  double g, s;
+  while (scanf("%d %la %la", &op, &g, &s) == 3) {
+    float f = (float)activation_grad(op, (double)(float)g, (double)(float)s);
+    double d = activation_grad(op, g, s);
+    unsigned u; unsigned long long v;
+    memcpy(&u, &f, 4); memcpy(&v, &d, 8);
+    printf("%x %llx\n", u, v);
+  }
+  return 0;
+}
+`
+
+// TestActivationGradKernelsOnHost compiles the activation gradients of the
+// binary kernels (kernels/unary.cuh) as host C++ and checks the activation gradients
+// against the CPU backend's in float32 and float64, within 16ε·|result| +
+// 4ε·|g|: the host's libm (standing in for CUDA's) differs from Go's in the
+// last bits, which the sums of GELU's gradients amplify where they cancel.
+func TestActivationGradKernelsOnHost(t *testing.T) {
+	exe := compileOnHost(t, "kernels/unary.cuh", activationGradHarness)
+	cases := []struct {
+		op     backend.BinaryOp
+		lo, hi float64
+		cpu    func(g, s *tensor.Tensor) *tensor.Tensor
+	}{
+		{backend.ReLUGrad, -3, 3, tensor.ReLUGrad},
+		{backend.GELUGrad, -9, 9, tensor.GELUGrad},
+		{backend.GELUTanhGrad, -9, 9, tensor.GELUTanhGrad},
+		{backend.TanhGrad, -1, 1, tensor.TanhGrad},
+		{backend.SigmoidGrad, 0, 1, tensor.SigmoidGrad},
+	}
+	const n = 2001
+	var in strings.Builder
+	gs, ss := make([][]float64, len(cases)), make([][]float64, len(cases))
+	for k, c := range cases {
+		for i := 0; i < n; i++ {
+			g := -5 + 10*float64((i*7919)%n)/n
+			s := c.lo + (c.hi-c.lo)*float64(i)/(n-1)
+			if i%97 == 0 {
+				s = 0
+			}
+			gs[k], ss[k] = append(gs[k], g), append(ss[k], s)
+			fmt.Fprintf(&in, "%d %s %s\n", int(c.op-backend.ReLUGrad), strconv.FormatFloat(g, 'x', -1, 64), strconv.FormatFloat(s, 'x', -1, 64))
+		}
+	}
+	cmd := exec.Command(exe)
+	cmd.Stdin = strings.NewReader(in.String())
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("harness: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != n*len(cases) {
+		t.Fatalf("%d results for %d inputs", len(lines), n*len(cases))
+	}
+	c := cpu.New()
+	for k, cs := range cases {
+		for _, dt := range []backend.DType{backend.Float32, backend.Float64} {
+			g := tensor.FromSlice(gs[k], tensor.Shape{n}, tensor.On(c))
+			s := tensor.FromSlice(ss[k], tensor.Shape{n}, tensor.On(c))
+			gc, sc := g.Cast(dt), s.Cast(dt)
+			d := cs.cpu(gc, sc)
+			want := d.Float64s()
+			for _, x := range []*tensor.Tensor{g, s, gc, sc, d} {
+				x.Release()
+			}
+			for i, w := range want {
+				f := strings.Fields(lines[k*n+i])
+				var got float64
+				eps := 0x1p-52
+				if dt == backend.Float32 {
+					b, _ := strconv.ParseUint(f[0], 16, 32)
+					got = float64(math.Float32frombits(uint32(b)))
+					eps = 0x1p-23
+				} else {
+					b, _ := strconv.ParseUint(f[1], 16, 64)
+					got = math.Float64frombits(b)
+				}
+				if got != w && !(math.Abs(got-w) <= 16*eps*math.Abs(w)+4*eps*math.Abs(gs[k][i])) {
+					t.Errorf("%v %v: g %v, s %v: %v from the kernel source, %v from the CPU backend", cs.op, dt, gs[k][i], ss[k][i], got, w)
+					break
+				}
+			}
 		}
 	}
 }

@@ -119,7 +119,7 @@ UNARY_INT(i32, int)
 UNARY_INT(i64, i64)
 
 // Binary operations, numbered as backend.BinaryOp.
-enum { B_ADD, B_SUB, B_MUL, B_DIV, B_MAX, B_MIN, B_POW, B_EQ, B_NE, B_LT, B_LE, B_GT, B_GE };
+enum { B_ADD, B_SUB, B_MUL, B_DIV, B_MAX, B_MIN, B_POW, B_EQ, B_NE, B_LT, B_LE, B_GT, B_GE, B_RELU_GRAD };
 
 template <typename T> __device__ __forceinline__ T binary_f(int op, T a, T b) {
   switch (op) {
@@ -130,7 +130,10 @@ template <typename T> __device__ __forceinline__ T binary_f(int op, T a, T b) {
   case B_MAX: return (a != a || a > b) ? a : b;
   case B_MIN: return (a != a || a < b) ? a : b;
   case B_POW: return (T)pow((double)a, (double)b);
+  case B_RELU_GRAD: return b > (T)0 ? a : (T)0;
   }
+  // The other activation gradients (unary.cuh).
+  if (op > B_RELU_GRAD) return (T)activation_grad(op - B_RELU_GRAD, (double)a, (double)b);
   return a;
 }
 template <typename T> __device__ __forceinline__ T binary_i(int op, T a, T b) {

@@ -62,3 +62,30 @@ __device__ __forceinline__ double unary_d(int op, double x, double arg) {
   }
   return x;
 }
+
+// The gradients of the activations (backend.ReLUGrad … SigmoidGrad, from
+// G_RELU on), from the output gradient g and the saved tensor s, in double
+// for float and double alike, with the CPU backend's formulas:
+//   ReLU g·[s > 0];  GELU g·(Φ(s) + s·φ(s)), Φ(s) = erfc(−s/√2)/2;
+//   GELUTanh g·((1 + t)/2 + s·(1 − t²)·√(2/π)·(1 + 3c·s²)/2),
+//   t = tanh(√(2/π)·(s + c·s³)), c = 0.044715;
+//   Tanh g·(1 − s²) (s the output);  Sigmoid g·s·(1 − s) (s the output).
+enum { G_RELU, G_GELU, G_GELU_TANH, G_TANH, G_SIGMOID };
+
+__device__ __forceinline__ double activation_grad(int op, double g, double s) {
+  switch (op) {
+  case G_RELU: return s > 0.0 ? g : 0.0;
+  case G_GELU: {
+    double cdf = 0.5 * erfc(-s * 0.70710678118654752440);
+    double pdf = 0.39894228040143267794 * exp(-0.5 * s * s);
+    return g * (cdf + s * pdf);
+  }
+  case G_GELU_TANH: {
+    double t = tanh(0.79788456080286535588 * (s + 0.044715 * s * s * s));
+    return g * (0.5 * (1.0 + t) + 0.5 * s * (1.0 - t * t) * 0.79788456080286535588 * (1.0 + 3.0 * 0.044715 * s * s));
+  }
+  case G_TANH: return g * (1.0 - s * s);
+  case G_SIGMOID: return g * s * (1.0 - s);
+  }
+  return g;
+}
