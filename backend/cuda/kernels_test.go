@@ -120,6 +120,11 @@ func exercise(b *Backend) error {
 		np := backend.NormParams{Eps: 1e-5, Momentum: 0.1, Training: true}
 		do("batch norm", b.BatchNorm(alloc(dt, 4, 3, 5, 5), ch(), ch(), bx, ch(), ch(), ch(), ch(), np))
 		do("batch norm back", b.BatchNormBackward(alloc(dt, 4, 3, 5, 5), ch(), ch(), bx, bx, ch(), ch(), ch(), np))
+		do("batch norm relu", b.BatchNormReLU(alloc(dt, 4, 3, 5, 5), ch(), ch(), bx, ch(), ch(), ch(), ch(), np))
+		do("batch norm relu back", b.BatchNormReLUBackward(alloc(dt, 4, 3, 5, 5), ch(), ch(), bx, bx, bx, ch(), ch(), ch(), np))
+		for op := backend.ReLUGrad; op <= backend.SigmoidGrad; op++ {
+			do(fmt.Sprintf("activation grad %d", op), b.Binary(op, alloc(dt, 4, 3), alloc(dt, 4, 3), alloc(dt, 4, 3)))
+		}
 		np.Training = false
 		do("batch norm eval", b.BatchNorm(alloc(dt, 4, 3, 5, 5), backend.View{}, backend.View{}, bx, backend.View{}, backend.View{}, ch(), ch(), np))
 		lx := alloc(dt, 6, 7)
@@ -165,7 +170,7 @@ func TestKernelLaunches(t *testing.T) {
 	for _, want := range []string{"copy_f16_f32", "copy_b8_bf16", "fill_bf16", "where_u8", "unary_i64", "binary_f32",
 		"compare_i32", "reduce_block_f64", "reduce_final_f32", "reduce_thread_f32", "gemm_f64", "im2col_f32", "col2im_f64",
 		"pool_max_back_f32", "softmax_cols_f64", "xent_back_f32_i64", "gather_f32_i32", "scatter_add_f64_i64",
-		"index_check_i32", "bn_finish_f32", "bn_eval_stats_f64", "ln_back_wb_final_f32", "random_f64", "dropout_f32",
+		"index_check_i32", "bn_finish_f32", "bn_back_dx_f64", "unary_f32", "bn_eval_stats_f64", "ln_back_wb_final_f32", "random_f64", "dropout_f32",
 		"sgd_f32", "adamw_f64"} {
 		if !names[want] {
 			t.Errorf("no launch of %s", want)
@@ -223,6 +228,8 @@ func TestKernelArgumentErrors(t *testing.T) {
 		"conv groups":                  b.Conv2d(v(backend.Float32, 1, 3, 2, 2), v(backend.Float32, 1, 3, 2, 2), v(backend.Float32, 3, 3, 1, 1), backend.ConvParams{StrideH: 1, StrideW: 1, DilationH: 1, DilationW: 1, Groups: 2}),
 		"xent target type":             b.CrossEntropy(v(backend.Float32, 2), v(backend.Float32, 2, 3), v(backend.Float32, 2), backend.CrossEntropyParams{}),
 		"bn eval":                      b.BatchNorm(v(backend.Float32, 2, 3), backend.View{}, backend.View{}, v(backend.Float32, 2, 3), backend.View{}, backend.View{}, backend.View{}, backend.View{}, backend.NormParams{}),
+		"bn relu back without y":       b.BatchNormReLUBackward(v(backend.Float32, 2, 3), backend.View{}, backend.View{}, v(backend.Float32, 2, 3), backend.View{}, v(backend.Float32, 2, 3), backend.View{}, v(backend.Float32, 3), v(backend.Float32, 3), backend.NormParams{Training: true}),
+		"int activation grad":          b.Binary(backend.ReLUGrad, v(backend.Int32, 3), v(backend.Int32, 3), v(backend.Int32, 3)),
 		"scatter bcast":                b.ScatterAdd(backend.View{Buf: over.Buf, DType: backend.Float32, Shape: backend.Shape{4}, Strides: []int{0}}, v(backend.Int64, 4), v(backend.Float32, 4), 0),
 	}
 	for name, err := range cases {

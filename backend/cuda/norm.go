@@ -182,6 +182,42 @@ func (b *Backend) BatchNormBackward(dx, dweight, dbias, dy, x, weight, saveMean,
 	return b.launchN("norm", "bn_back_dx_"+t, total, d)
 }
 
+var _ backend.FusedBatchNormReLU = (*Backend)(nil)
+
+// BatchNormReLU implements backend.FusedBatchNormReLU: BatchNorm, then ReLU
+// in place over y (a second pass; the contract is the result, which the
+// composition in tensor would produce with two more allocations).
+func (b *Backend) BatchNormReLU(y, saveMean, saveInvStd, x, weight, bias, runningMean, runningVar backend.View, p backend.NormParams) error {
+	if err := b.BatchNorm(y, saveMean, saveInvStd, x, weight, bias, runningMean, runningVar, p); err != nil {
+		return err
+	}
+	return b.Unary(backend.ReLU, y, y, 0)
+}
+
+// BatchNormReLUBackward implements backend.FusedBatchNormReLU:
+// BatchNormBackward of dy·[y > 0], masked into scratch memory.
+func (b *Backend) BatchNormReLUBackward(dx, dweight, dbias, dy, y, x, weight, saveMean, saveInvStd backend.View, p backend.NormParams) error {
+	const k = "batch_norm_relu_backward"
+	if _, _, _, err := b.batchNormArgs(k, x); err != nil {
+		return err
+	}
+	if err := b.checkDense(k, "dy", dy, x.DType, x.Shape); err != nil {
+		return err
+	}
+	if err := b.checkDense(k, "y", y, x.DType, x.Shape); err != nil {
+		return err
+	}
+	masked, release, err := b.scratchView(x.DType, x.Shape)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := b.Binary(backend.ReLUGrad, masked, dy, y); err != nil {
+		return err
+	}
+	return b.BatchNormBackward(dx, dweight, dbias, masked, x, weight, saveMean, saveInvStd, p)
+}
+
 // LayerNorm implements backend.Backend: one block per group, mean and
 // biased variance in float64.
 func (b *Backend) LayerNorm(y, mean, rstd, x, weight, bias backend.View, normSize int, eps float64) error {
