@@ -134,6 +134,8 @@ func TestTensorOnGPU(t *testing.T) {
 // SGD with momentum) of the small CNN and of ResNet-50 on the GPU and on
 // the CPU from the same weights and batch, and compares the losses: the
 // whole training path — models, autograd, the optimizer — on the device.
+// ResNet-50 trains in float64 (checkResNetSteps): in float32 the CPU's
+// losses move by 1.8% when the input moves by one rounding.
 func TestTrainStepsMatchCPU(t *testing.T) {
 	g := gpu(t)
 	for _, c := range []struct {
@@ -143,7 +145,6 @@ func TestTrainStepsMatchCPU(t *testing.T) {
 		steps int
 	}{
 		{"cnn", models.FashionMNIST, 32, 5},
-		{"resnet50", models.Config{InChannels: 3, Height: 64, Width: 64, NumClasses: 10}, 8, 3},
 	} {
 		t.Run(c.model, func(t *testing.T) {
 			losses := func(dev backend.Backend) []float64 {
@@ -176,4 +177,5 @@ func TestTrainStepsMatchCPU(t *testing.T) {
 			t.Logf("losses on the GPU %v, on the CPU %v", got, want)
 		})
 	}
+	t.Run("resnet50", func(t *testing.T) { checkResNetSteps(t, g, 1) })
 }
