@@ -272,7 +272,7 @@ nccl() { gotest nccl 60 nccl.log "$bin/nccltest" TestWorldOfOne; }
 runstage nccl nccl
 
 training() {
-	gotest training 120 training.log "$bin/cudatest" TestTrainStepsMatchCPU TestResNetOpsMatchCPU TestResNetGradientsMatchCPU
+	gotest training 180 training.log "$bin/cudatest" TestTrainStepsMatchCPU TestResNetOpsMatchCPU TestResNetGradientsMatchCPU
 	flocktrain train_cnn.log --model cnn --train-images 2048 --batch-size 128
 	flocktrain train_resnet50.log --model resnet50 --train-images 256 --batch-size 32
 	# Two ranks of one NCCL communicator cannot share a GPU: the two-rank test
