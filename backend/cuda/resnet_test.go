@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"sort"
 	"testing"
 
@@ -251,10 +252,11 @@ func TestResNetGradientsMatchCPU(t *testing.T) {
 // TestResNetChecksOnCPU runs the ResNet-50 checks with the CPU in the GPU's
 // place and the input multiplied by 1 − ulp/2, which changes its rounding
 // and nothing else: their tolerances must admit the CPU's own differences
-// of rounding.
+// of rounding. It takes minutes on two cores, so it runs only with
+// FLOCK_RESNET_SELFCHECK=1 (and not with -short).
 func TestResNetChecksOnCPU(t *testing.T) {
-	if testing.Short() {
-		t.Skip("ResNet-50 in float64 on the CPU, several passes")
+	if testing.Short() || os.Getenv("FLOCK_RESNET_SELFCHECK") != "1" {
+		t.Skip("ResNet-50 in float64 on the CPU, several passes: set FLOCK_RESNET_SELFCHECK=1")
 	}
 	c := cpu.New()
 	for _, dt := range []tensor.DType{tensor.Float64, tensor.Float32} {
