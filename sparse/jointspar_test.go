@@ -2,6 +2,7 @@ package sparse_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -444,15 +445,24 @@ func TestVarianceOnModel(t *testing.T) {
 // TestLARSScalesAdaptedOnly checks JointSpar-LARS's update of a drawn
 // layer against LARS's full step on the same batch: the weights, whose
 // update LARS adapts, move 1/p_ℓ times as far, and the biases, which LARS
-// steps with the plain gradient, move as far.
+// steps with the plain gradient, move as far — or 1/p_ℓ times as far too
+// when LARS adapts every parameter (train.Config.LARSAdaptAll).
 func TestLARSScalesAdaptedOnly(t *testing.T) {
+	for _, all := range []bool{false, true} {
+		t.Run(fmt.Sprintf("adapt all %v", all), func(t *testing.T) { checkLARSScales(t, all) })
+	}
+}
+
+func checkLARSScales(t *testing.T, adaptAll bool) {
 	withLARS := func(f *fixture) {
 		vars := make([]*autograd.Var, len(f.params))
 		names := make([]string, len(f.params))
 		for i, p := range f.params {
 			vars[i], names[i] = p.Param, p.Name
 		}
-		f.sc.Optimizer = optim.NewLARS(optim.SplitForLARS(vars, names, 1, 0), optim.LARSOptions{})
+		groups := optim.SplitForLARS(vars, names, 1, 0)
+		groups[1].NoAdapt = !adaptAll
+		f.sc.Optimizer = optim.NewLARS(groups, optim.LARSOptions{})
 	}
 	full := newFixture(t, "cnn", sparse.Options{Budget: 1})
 	withLARS(full)
@@ -470,7 +480,7 @@ func TestLARSScalesAdaptedOnly(t *testing.T) {
 			scale := 0.0
 			if drawn[l] {
 				scale = 1.0
-				if np.Param.Value.Dim() > 1 {
+				if adaptAll || np.Param.Value.Dim() > 1 {
 					scale = 1 / p[l]
 				}
 				checked[np.Param.Value.Dim() > 1]++

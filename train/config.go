@@ -35,6 +35,11 @@ type Config struct {
 	Momentum float64 `json:"momentum"`
 	// Nesterov switches SGD and LARS to Nesterov momentum (needs μ > 0).
 	Nesterov bool `json:"nesterov"`
+	// LARSAdaptAll makes LARS scale the updates of the biases and
+	// normalisation parameters by their own trust ratios too, without
+	// weight decay (timm's always_adapt); by default they step with the
+	// plain gradient at the same rate.
+	LARSAdaptAll bool `json:"lars_adapt_all,omitempty"`
 	// WeightDecay λ: coupled (added to the gradient) for SGD and LARS,
 	// decoupled for AdamW.
 	WeightDecay float64 `json:"weight_decay"`
@@ -274,6 +279,8 @@ func (c Config) Validate() error {
 		return bad("momentum %v: want 0 ≤ momentum < 1", c.Momentum)
 	case c.Nesterov && c.Momentum == 0 && c.Optimizer != "adamw":
 		return bad("nesterov needs momentum > 0 (turn nesterov off for plain SGD)")
+	case c.LARSAdaptAll && c.Optimizer != "lars":
+		return bad("lars-adapt-all needs the lars optimizer, not %s", c.Optimizer)
 	case !(c.WeightDecay >= 0) || math.IsInf(c.WeightDecay, 0):
 		return bad("weight decay %v: want a finite value ≥ 0", c.WeightDecay)
 	case !slices.Contains(Schedules, c.Schedule):
@@ -340,7 +347,11 @@ func (c Config) optimizer(params []nn.NamedParameter) optim.Optimizer {
 	case "adamw":
 		return optim.NewAdamW([]*optim.Group{optim.NewGroup(ps, names, c.LR, c.WeightDecay)}, optim.AdamWOptions{})
 	case "lars":
-		return optim.NewLARS(optim.SplitForLARS(ps, names, c.LR, c.WeightDecay), optim.LARSOptions{Momentum: c.Momentum, Nesterov: c.Nesterov})
+		groups := optim.SplitForLARS(ps, names, c.LR, c.WeightDecay)
+		if c.LARSAdaptAll {
+			groups[1].NoAdapt = false // adapted, still without decay
+		}
+		return optim.NewLARS(groups, optim.LARSOptions{Momentum: c.Momentum, Nesterov: c.Nesterov})
 	}
 	return optim.NewSGD([]*optim.Group{optim.NewGroup(ps, names, c.LR, c.WeightDecay)}, optim.SGDOptions{Momentum: c.Momentum, Nesterov: c.Nesterov})
 }

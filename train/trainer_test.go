@@ -15,6 +15,7 @@ import (
 	"github.com/flockml/flock/dataset"
 	"github.com/flockml/flock/nn"
 	"github.com/flockml/flock/nn/models"
+	"github.com/flockml/flock/optim"
 	"github.com/flockml/flock/safetensors"
 	"github.com/flockml/flock/tensor"
 	"github.com/flockml/flock/train"
@@ -716,5 +717,32 @@ func TestDiverged(t *testing.T) {
 				t.Errorf("last record's loss %v, want NaN or ±Inf", last.Loss)
 			}
 		})
+	}
+}
+
+// TestLARSAdaptAll checks that Config.LARSAdaptAll reaches LARS: the
+// biases step with the plain gradient by default and with their own trust
+// ratios when it is set, and that it is refused without LARS.
+func TestLARSAdaptAll(t *testing.T) {
+	trainSet := synthetic(32, 1, 1)
+	for _, all := range []bool{false, true} {
+		cfg := tinyConfig()
+		cfg.Optimizer, cfg.LARSAdaptAll = "lars", all
+		tr, err := train.New(cfg, trainSet, nil, train.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ad := tr.Optimizer().(optim.Adaptive)
+		for _, p := range tr.Model().NamedParameters() {
+			want := all || p.Param.Value.Dim() > 1
+			if got := ad.Adapts(p.Param); got != want {
+				t.Errorf("LARSAdaptAll %v: %s adapts %v, want %v", all, p.Name, got, want)
+			}
+		}
+	}
+	cfg := train.DefaultConfig()
+	cfg.LARSAdaptAll = true
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "lars-adapt-all needs the lars optimizer") {
+		t.Errorf("LARSAdaptAll with %s: Validate() = %v", cfg.Optimizer, err)
 	}
 }

@@ -70,6 +70,7 @@ func trainFlags(cfg *train.Config, o *trainOptions) *flag.FlagSet {
 	fs.StringVar(&cfg.Optimizer, "optimizer", cfg.Optimizer, "optimizer: "+strings.Join(train.Optimizers, ", "))
 	fs.Float64Var(&cfg.Momentum, "momentum", cfg.Momentum, "momentum of sgd and lars, in [0, 1)")
 	fs.BoolVar(&cfg.Nesterov, "nesterov", cfg.Nesterov, "Nesterov momentum for sgd and lars (--nesterov=false to turn off)")
+	fs.BoolVar(&cfg.LARSAdaptAll, "lars-adapt-all", cfg.LARSAdaptAll, "lars: scale the biases' and normalisation parameters' updates by their own trust ratios too, without weight decay (by default they take the plain gradient at the same rate); JointSpar-LARS then rescales every drawn parameter's update")
 	fs.Float64Var(&cfg.WeightDecay, "weight-decay", cfg.WeightDecay, "weight decay (decoupled for adamw)")
 	fs.StringVar(&cfg.Schedule, "schedule", cfg.Schedule, "learning-rate decay after the warm-up: cosine (to 0), step (×0.1 at 50% and 75%), linear (to 0), constant")
 	fs.Float64Var(&cfg.WarmupEpochs, "warmup", cfg.WarmupEpochs, "linear warm-up from 0.1·lr to lr, in `EPOCHS` (fractions allowed, rounded to whole steps)")
