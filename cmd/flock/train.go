@@ -186,7 +186,8 @@ trains K workers in this process, each on its own shard of the data with
           --budget of them (more often those with larger gradients), skips
           the others' gradient work, averages the drawn layers' gradients
           scaled by 1/p and leaves the others unchanged; with
-          --optimizer lars, JointSpar-LARS.
+          --optimizer lars, JointSpar-LARS (add --lars-adapt-all so that
+          the biases' updates are scaled too).
 The summary reports the bytes each worker sent and how many times less that
 is than data parallel would have sent; --json adds a "sync" record at every
 synchronization. 'flock sync-plan' prints the rounds a rule gives without
