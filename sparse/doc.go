@@ -53,8 +53,8 @@
 //     ratios of their own, without weight decay) every drawn parameter's
 //     update is scaled and the whole update is unbiased; JointSpar-LARS
 //     trains markedly better so (Fashion-MNIST's CNN, 10 epochs, 3 seeds:
-//     82.5% against 79.1%), and LARS a little better too. It still
-//     trains less per epoch than LARS, whose best rate is the higher
+//     82.5% against 79.1%), and LARS a little better too. JointSpar-LARS
+//     still trains less per epoch than LARS, whose best rate is higher
 //     (ResNet-20, 5 epochs, each at its best rate: 85.7% against LARS's
 //     87.5%; Fashion-MNIST's CNN, 10 epochs: 82.5% against 86.0%).
 //
