@@ -27,8 +27,12 @@ type Options struct {
 	PMin float64
 	// PerWorker draws each worker's layers independently: every worker
 	// still skips the work of its unsampled layers, but the all-reduce is
-	// dense over all of them (no bytes saved). By default the workers share
-	// one draw per step, from Seed, and all-reduce only the sampled layers.
+	// dense over all of them (no bytes saved). A layer's update is then
+	// the mean of the gradients of the c workers that drew it, scaled by
+	// (c/K)/p_ℓ: on K workers its sampling variance is (1 − p_ℓ)/(K·p_ℓ)
+	// times its squared norm instead of (1 − p_ℓ)/p_ℓ. By default the
+	// workers share one draw per step, from Seed, and all-reduce only the
+	// sampled layers.
 	PerWorker bool
 	// Seed drives the draws: step t's layers are a function of (Seed, t),
 	// and of the rank with PerWorker, so that a resumed run draws the same.

@@ -111,6 +111,13 @@ type fixture struct {
 
 func newFixture(t *testing.T, name string, opt sparse.Options) *fixture {
 	t.Helper()
+	return newFixtureOn(t, name, opt, dist.NewLocal(1)[0])
+}
+
+// newFixtureOn is newFixture over c: the workers of one in-process world
+// hold the same model and batch, so they compute the same gradient.
+func newFixtureOn(t *testing.T, name string, opt sparse.Options, c dist.Comm) *fixture {
+	t.Helper()
 	data := bands(32, 3, 2)
 	model, err := models.Build(name, models.Config{InChannels: 3, Height: 8, Width: 8, NumClasses: 4}, tensor.NewGenerator(5))
 	if err != nil {
@@ -130,16 +137,18 @@ func newFixture(t *testing.T, name string, opt sparse.Options) *fixture {
 	// Plain SGD with rate 1: a step moves the parameters by minus the
 	// scaled gradient, the estimate.
 	o := optim.NewSGD([]*optim.Group{optim.NewGroup(vars, names, 1, 0)}, optim.SGDOptions{})
-	js, err := sparse.New(dist.NewLocal(1)[0], opt)
+	js, err := sparse.New(c, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := &fixture{model: model, params: params, x: b.X, y: b.Y, js: js,
 		sc: &train.StepContext{Params: params, Model: model, Optimizer: o, TotalSteps: 1 << 20, StepsPerEpoch: 1 << 20}}
-	if err := js.Setup(f.sc); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() { js.Close(); model.Release() })
+	if c.Size() == 1 {
+		if err := js.Setup(f.sc); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return f
 }
 
@@ -148,9 +157,18 @@ func newFixture(t *testing.T, name string, opt sparse.Options) *fixture {
 // the layers drawn, and the FLOPs of its backward pass.
 func (f *fixture) estimate(t *testing.T, step int) ([]float64, []bool, int64) {
 	t.Helper()
+	g, m, flops, err := f.step(step)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, m, flops
+}
+
+// step is estimate, safe to call from a goroutine of its own.
+func (f *fixture) step(step int) ([]float64, []bool, int64, error) {
 	f.sc.Step = step
 	if err := f.js.BeforeStep(f.sc); err != nil {
-		t.Fatal(err)
+		return nil, nil, 0, err
 	}
 	x := autograd.Const(f.x.Retain())
 	out := f.model.Forward(x)
@@ -163,7 +181,7 @@ func (f *fixture) estimate(t *testing.T, step int) ([]float64, []bool, int64) {
 	out.Release()
 	x.Release()
 	if err := f.js.AfterBackward(f.sc); err != nil {
-		t.Fatal(err)
+		return nil, nil, 0, err
 	}
 	var before []*tensor.Tensor
 	for _, p := range f.params {
@@ -181,9 +199,9 @@ func (f *fixture) estimate(t *testing.T, step int) ([]float64, []bool, int64) {
 		p.Param.ZeroGrad()
 	}
 	if err := f.js.AfterStep(f.sc); err != nil {
-		t.Fatal(err)
+		return nil, nil, 0, err
 	}
-	return g, f.js.Sampled(), flops
+	return g, f.js.Sampled(), flops, nil
 }
 
 // TestUnbiased checks by Monte Carlo that the mean of many rescaled
@@ -196,21 +214,7 @@ func TestUnbiased(t *testing.T) {
 	want, _, _ := full.estimate(t, 0)
 
 	f := newFixture(t, "cnn", sparse.Options{Budget: 0.5, Seed: 9})
-	// The elements of each layer, in the flattened gradient.
-	var spans [][2]int
-	off := 0
-	for _, name := range f.js.Layers() {
-		start := off
-		for _, p := range f.params {
-			if n := p.Param.Value.NumElements(); len(p.Name) > len(name) && p.Name[:len(name)+1] == name+"." {
-				off += n
-			}
-		}
-		spans = append(spans, [2]int{start, off})
-	}
-	if off != len(want) {
-		t.Fatalf("layers cover %d of %d elements", off, len(want))
-	}
+	spans := layerSpans(t, f, len(want))
 	const draws = 800
 	factors := make([][]float64, len(spans))
 	layers := 0
@@ -251,6 +255,130 @@ func TestUnbiased(t *testing.T) {
 	// Each layer is a Bernoulli draw: the count's standard deviation is at most √(L/4).
 	if math.Abs(mean-0.5*float64(L)) > 4*math.Sqrt(float64(L)/4/draws) {
 		t.Errorf("%.3f layers per step, want %.1f", mean, 0.5*float64(L))
+	}
+}
+
+// layerSpans returns where each of f's layers lies in its flattened
+// gradient of n elements.
+func layerSpans(t *testing.T, f *fixture, n int) [][2]int {
+	t.Helper()
+	var spans [][2]int
+	off := 0
+	for _, name := range f.js.Layers() {
+		start := off
+		for _, p := range f.params {
+			if n := p.Param.Value.NumElements(); len(p.Name) > len(name) && p.Name[:len(name)+1] == name+"." {
+				off += n
+			}
+		}
+		spans = append(spans, [2]int{start, off})
+	}
+	if off != n {
+		t.Fatalf("layers cover %d of %d elements", off, n)
+	}
+	return spans
+}
+
+// TestPerWorkerDraws checks per-worker draws by Monte Carlo on 4 workers
+// that hold the same batch. Layer ℓ's estimate is then its gradient times
+// c/(K·p_ℓ), c ~ Binomial(K, p_ℓ) the workers that drew it: its mean
+// factor ⟨ĝ_ℓ, g_ℓ⟩/‖g_ℓ‖² must be 1 within its standard error, and its
+// mean squared deviation from 1 the binomial's (1 − p_ℓ)/(K·p_ℓ), K times
+// less than the (1 − p_ℓ)/p_ℓ of a draw shared by the workers. Every
+// worker must apply the same update.
+func TestPerWorkerDraws(t *testing.T) {
+	const K = 4
+	full := newFixture(t, "cnn", sparse.Options{Budget: 1})
+	want, _, _ := full.estimate(t, 0)
+	comms := dist.NewLocal(K)
+	fs := make([]*fixture, K)
+	for r := range fs {
+		fs[r] = newFixtureOn(t, "cnn", sparse.Options{Budget: 0.5, Seed: 9, PerWorker: true}, comms[r])
+	}
+	gs := make([][]float64, K)
+	all := func(fn func(r int) error) {
+		t.Helper()
+		errs := make([]error, K)
+		var wg sync.WaitGroup
+		for r := range fs {
+			wg.Go(func() { errs[r] = fn(r) })
+		}
+		wg.Wait()
+		for r, err := range errs {
+			if err != nil {
+				t.Fatalf("worker %d: %v", r, err)
+			}
+		}
+	}
+	all(func(r int) error { return fs[r].js.Setup(fs[r].sc) })
+	spans := layerSpans(t, fs[0], len(want))
+	L := len(spans)
+	const draws = 600
+	factor := make([][]float64, L)
+	excess := make([][]float64, L) // (factor − 1)² − (1 − p)/(K·p), mean 0
+	var sharedVar, workerVar float64
+	drawn := 0
+	for s := range draws {
+		all(func(r int) error {
+			g, m, _, err := fs[r].step(s)
+			gs[r] = g
+			for _, b := range m {
+				if b && r == 0 {
+					drawn++
+				}
+			}
+			return err
+		})
+		for r := 1; r < K; r++ {
+			if !slices.Equal(gs[r], gs[0]) {
+				t.Fatalf("step %d: worker %d's update differs from worker 0's", s, r)
+			}
+		}
+		p := fs[0].js.Probabilities()
+		for l, sp := range spans {
+			var dot, nn float64
+			for i := sp[0]; i < sp[1]; i++ {
+				dot += gs[0][i] * want[i]
+				nn += want[i] * want[i]
+			}
+			f := dot / nn
+			factor[l] = append(factor[l], f)
+			excess[l] = append(excess[l], (f-1)*(f-1)-(1-p[l])/(K*p[l]))
+			sharedVar += (1 - p[l]) / p[l] / draws
+			workerVar += (f - 1) * (f - 1) / draws
+		}
+	}
+	meanSE := func(xs []float64) (float64, float64) {
+		var m, sq float64
+		for _, v := range xs {
+			m += v / float64(len(xs))
+			sq += v * v / float64(len(xs))
+		}
+		return m, math.Sqrt(max(0, sq-m*m) / float64(len(xs)))
+	}
+	for l := range spans {
+		name := fs[0].js.Layers()[l]
+		m, se := meanSE(factor[l])
+		if se == 0 {
+			// Drawn with p = 1 at every step: exact.
+			if math.Abs(m-1) > 1e-9 {
+				t.Errorf("layer %s: factor %.6f at p = 1, want 1", name, m)
+			}
+			continue
+		}
+		if math.Abs(m-1) > 4*se {
+			t.Errorf("layer %s: mean factor %.4f ± %.4f, want 1", name, m, se)
+		}
+		if e, ese := meanSE(excess[l]); math.Abs(e) > 4*ese {
+			t.Errorf("layer %s: squared deviation exceeds the binomial's by %.4f ± %.4f", name, e, ese)
+		}
+	}
+	t.Logf("summed variance of the factors: %.3f with per-worker draws, %.3f expected of a shared draw", workerVar, sharedVar)
+	if !(workerVar < sharedVar/2) {
+		t.Errorf("per-worker draws: summed variance %.3f, not below half a shared draw's %.3f", workerVar, sharedVar)
+	}
+	if mean := float64(drawn) / draws; math.Abs(mean-0.5*float64(L)) > 4*math.Sqrt(float64(L)/4/draws) {
+		t.Errorf("worker 0 drew %.3f layers per step, want %.1f", mean, 0.5*float64(L))
 	}
 }
 

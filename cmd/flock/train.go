@@ -108,7 +108,7 @@ func trainFlags(cfg *train.Config, o *trainOptions) *flag.FlagSet {
 	fs.BoolVar(&sc.OuterNesterov, "outer-nesterov", sc.OuterNesterov, "diloco's outer Nesterov momentum (--outer-nesterov=false to turn off)")
 	fs.Float64Var(&sc.Budget, "budget", sc.Budget, "jointspar: the fraction of layers whose gradients a step computes and sends, in (0, 1]")
 	fs.Float64Var(&sc.PMin, "p-min", sc.PMin, "jointspar: the smallest probability of drawing a layer (0: min(0.05, budget))")
-	fs.BoolVar(&sc.PerWorker, "per-worker-draws", sc.PerWorker, "jointspar: each worker draws its own layers (saves computation, not bytes)")
+	fs.BoolVar(&sc.PerWorker, "per-worker-draws", sc.PerWorker, "jointspar: each worker draws its own layers, so each layer's update averages over the workers that drew it (K times less sampling variance on K workers; saves computation, not bytes)")
 	fs.StringVar(&sc.Topology, "topology", sc.Topology, "dmsgd: the graph whose neighbours average, one of "+strings.Join(gossip.Kinds(), ", ")+" ('flock topology' prints them); swarm: the graph whose edges are the partners (static, taken as undirected)")
 	fs.IntVar(&sc.LocalSteps, "local-steps", sc.LocalSteps, "dmsgd: `J` local steps between mixings; swarm: H, the local steps between a worker's interactions")
 	fs.IntVar(&sc.QuantBits, "quant-bits", sc.QuantBits, "swarm: send models quantized to `B` bits a coordinate, 1 to 16 (0: full precision)")
