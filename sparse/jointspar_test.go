@@ -144,6 +144,7 @@ func newFixtureOn(t *testing.T, name string, opt sparse.Options, c dist.Comm) *f
 	f := &fixture{model: model, params: params, x: b.X, y: b.Y, js: js,
 		sc: &train.StepContext{Params: params, Model: model, Optimizer: o, TotalSteps: 1 << 20, StepsPerEpoch: 1 << 20}}
 	t.Cleanup(func() { js.Close(); model.Release() })
+	// Setup is collective: the workers of a larger world run it together.
 	if c.Size() == 1 {
 		if err := js.Setup(f.sc); err != nil {
 			t.Fatal(err)
@@ -235,12 +236,7 @@ func TestUnbiased(t *testing.T) {
 		}
 	}
 	for l, fs := range factors {
-		var mean, sq float64
-		for _, v := range fs {
-			mean += v / draws
-			sq += v * v / draws
-		}
-		se := math.Sqrt((sq - mean*mean) / draws)
+		mean, se := meanSE(fs)
 		if math.Abs(mean-1) > 4*se || se == 0 {
 			t.Errorf("layer %s: mean factor %.4f ± %.4f, want 1", f.js.Layers()[l], mean, se)
 		}
@@ -256,6 +252,17 @@ func TestUnbiased(t *testing.T) {
 	if math.Abs(mean-0.5*float64(L)) > 4*math.Sqrt(float64(L)/4/draws) {
 		t.Errorf("%.3f layers per step, want %.1f", mean, 0.5*float64(L))
 	}
+}
+
+// meanSE returns the mean of xs and its standard error.
+func meanSE(xs []float64) (float64, float64) {
+	n := float64(len(xs))
+	var m, sq float64
+	for _, v := range xs {
+		m += v / n
+		sq += v * v / n
+	}
+	return m, math.Sqrt(max(0, sq-m*m) / n)
 }
 
 // layerSpans returns where each of f's layers lies in its flattened
@@ -319,16 +326,15 @@ func TestPerWorkerDraws(t *testing.T) {
 	var sharedVar, workerVar float64
 	drawn := 0
 	for s := range draws {
-		all(func(r int) error {
-			g, m, _, err := fs[r].step(s)
-			gs[r] = g
-			for _, b := range m {
-				if b && r == 0 {
-					drawn++
-				}
-			}
+		all(func(r int) (err error) {
+			gs[r], _, _, err = fs[r].step(s)
 			return err
 		})
+		for _, b := range fs[0].js.Sampled() {
+			if b {
+				drawn++
+			}
+		}
 		for r := 1; r < K; r++ {
 			if !slices.Equal(gs[r], gs[0]) {
 				t.Fatalf("step %d: worker %d's update differs from worker 0's", s, r)
@@ -347,14 +353,6 @@ func TestPerWorkerDraws(t *testing.T) {
 			sharedVar += (1 - p[l]) / p[l] / draws
 			workerVar += (f - 1) * (f - 1) / draws
 		}
-	}
-	meanSE := func(xs []float64) (float64, float64) {
-		var m, sq float64
-		for _, v := range xs {
-			m += v / float64(len(xs))
-			sq += v * v / float64(len(xs))
-		}
-		return m, math.Sqrt(max(0, sq-m*m) / float64(len(xs)))
 	}
 	for l := range spans {
 		name := fs[0].js.Layers()[l]
