@@ -119,7 +119,8 @@ type Message struct {
 // two ranks could wait on one another (NCCL, where each operation runs
 // alone on the communication stream). Exchange issues a set of sends and
 // receives as one operation (NCCL's group calls), returning when all have
-// completed; NeighborAllReduce uses it when the Comm offers it.
+// completed; Exchange (and so NeighborAllReduce) uses it when the Comm
+// offers it.
 type Exchanger interface {
 	Exchange(ctx context.Context, sends, recvs []Message) error
 }
@@ -148,20 +149,33 @@ func neighborAllReduce(ctx context.Context, c Comm, t *tensor.Tensor, self float
 			b.Release()
 		}
 	}()
+	sends := make([]Message, len(out))
+	for i, r := range out {
+		sends[i] = Message{Peer: r, T: t, Tag: tag}
+	}
+	recvs := make([]Message, len(in))
+	for i, p := range in {
+		recvs[i] = Message{Peer: p.Rank, T: bufs[i], Tag: tag}
+	}
+	if err := Exchange(ctx, c, sends, recvs); err != nil {
+		return err
+	}
+	combine(t, self, in, bufs)
+	return nil
+}
+
+// Exchange sends every message of sends and fills every tensor of recvs
+// with the message from its Peer carrying its Tag, all at once, and
+// returns when all have completed: as one Exchange on a Comm that is an
+// Exchanger (or a Meter over one), otherwise each Send and Recv on its own
+// goroutine, so that ranks that send to each other never wait on one
+// another whether or not the transport buffers a Send whose Recv is not
+// posted yet. It therefore needs a Comm whose Send and Recv may run
+// concurrently (NewLocal's and DialTCP's can). The first failure cancels
+// the other messages and is returned.
+func Exchange(ctx context.Context, c Comm, sends, recvs []Message) error {
 	if x, ok := exchangerOf(c); ok {
-		sends := make([]Message, len(out))
-		for i, r := range out {
-			sends[i] = Message{Peer: r, T: t, Tag: tag}
-		}
-		recvs := make([]Message, len(in))
-		for i, p := range in {
-			recvs[i] = Message{Peer: p.Rank, T: bufs[i], Tag: tag}
-		}
-		if err := x.Exchange(ctx, sends, recvs); err != nil {
-			return err
-		}
-		combine(t, self, in, bufs)
-		return nil
+		return x.Exchange(ctx, sends, recvs)
 	}
 	// No deadline is added: without one each transport applies its own
 	// timeout.
@@ -175,26 +189,22 @@ func neighborAllReduce(ctx context.Context, c Comm, t *tensor.Tensor, self float
 	fail := func(err error) {
 		once.Do(func() { first = err; cancel() })
 	}
-	for i, p := range in {
+	for _, m := range recvs {
 		wg.Go(func() {
-			if err := c.Recv(ctx, bufs[i], p.Rank, tag); err != nil {
+			if err := c.Recv(ctx, m.T, m.Peer, m.Tag); err != nil {
 				fail(err)
 			}
 		})
 	}
-	for _, r := range out {
+	for _, m := range sends {
 		wg.Go(func() {
-			if err := c.Send(ctx, t, r, tag); err != nil {
+			if err := c.Send(ctx, m.T, m.Peer, m.Tag); err != nil {
 				fail(err)
 			}
 		})
 	}
 	wg.Wait()
-	if first != nil {
-		return first
-	}
-	combine(t, self, in, bufs)
-	return nil
+	return first
 }
 
 // combine sets t ← self·t + Σ_i in[i].Weight·bufs[i], in that order.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,7 +24,9 @@ type Options struct {
 	// Budget is the expected fraction of the layers computed and sent per
 	// step, in (0, 1]; 1 is plain data-parallel SGD (or LARS).
 	Budget float64
-	// PMin is the smallest inclusion probability (0: min(0.05, Budget)).
+	// PMin is the smallest inclusion probability (0: min(0.05, Budget), and
+	// with Balanced draws on K workers min(max(0.05, 1/K), Budget), so that
+	// every layer goes to one worker or more at every step).
 	PMin float64
 	// PerWorker draws each worker's layers independently: every worker
 	// still skips the work of its unsampled layers, but the all-reduce is
@@ -34,6 +37,17 @@ type Options struct {
 	// workers share one draw per step, from Seed, and all-reduce only the
 	// sampled layers.
 	PerWorker bool
+	// Balanced (with PerWorker) couples the workers' draws: every worker
+	// still draws layer ℓ with probability p_ℓ, but from one draw shared by
+	// all (from Seed), which gives the layer to ⌊K·p_ℓ⌋ or ⌈K·p_ℓ⌉ of the K
+	// workers, dealt out in turn so that each worker gets as many layers as
+	// the others. A layer's update then averages over a number of workers
+	// that varies only by the rounding of K·p_ℓ: the sampling variance,
+	// (1 − p_ℓ)/(K·p_ℓ) times the layer's squared norm with independent
+	// draws, falls to f(1 − f)/(K·p_ℓ)² times it, f the fractional part of
+	// K·p_ℓ (0 where K·p_ℓ is whole), leaving the variance of a gradient
+	// over some K·p_ℓ of the K workers' batches.
+	Balanced bool
 	// Seed drives the draws: step t's layers are a function of (Seed, t),
 	// and of the rank with PerWorker, so that a resumed run draws the same.
 	Seed uint64
@@ -71,8 +85,10 @@ type JointSpar struct {
 	known  []bool
 	p      []float64
 	mask   []bool
-	flat   *tensor.Tensor // every layer's gradient end to end, then one count per layer
-	total  int            // gradient elements
+	// holders are the workers each layer is dealt to, with balanced draws.
+	holders [][]int
+	flat    *tensor.Tensor // every layer's gradient end to end, then one count per layer
+	total   int            // gradient elements
 
 	setup     dist.Traffic
 	blocked   time.Duration
@@ -97,9 +113,16 @@ func New(c dist.Comm, opt Options) (*JointSpar, error) {
 	}
 	if opt.PMin == 0 {
 		opt.PMin = min(0.05, opt.Budget)
+		if opt.Balanced {
+			// Every layer goes to a worker or more at every step.
+			opt.PMin = min(max(0.05, 1/float64(c.Size())), opt.Budget)
+		}
 	}
 	if opt.Decay == 0 {
 		opt.Decay = 0.9
+	}
+	if opt.Balanced && !opt.PerWorker {
+		return nil, errors.New("jointspar: balanced draws are per-worker draws: set PerWorker too")
 	}
 	if !(opt.Budget > 0 && opt.Budget <= 1) || !(opt.PMin > 0 && opt.PMin <= opt.Budget) || !(opt.Decay > 0 && opt.Decay < 1) {
 		return nil, fmt.Errorf("jointspar: budget %v, p_min %v, decay %v: want 0 < p_min ≤ budget ≤ 1 and 0 < decay < 1", opt.Budget, opt.PMin, opt.Decay)
@@ -114,7 +137,9 @@ func New(c dist.Comm, opt Options) (*JointSpar, error) {
 // String names the strategy.
 func (j *JointSpar) String() string {
 	draw := "layers drawn in common"
-	if j.opt.PerWorker {
+	if j.opt.Balanced {
+		draw = "layers dealt out to the workers"
+	} else if j.opt.PerWorker {
 		draw = "layers drawn per worker"
 	}
 	return fmt.Sprintf("JointSpar, budget %g of %d layers (%s, p_min %g)", j.opt.Budget, len(j.layers), draw, j.opt.PMin)
@@ -196,15 +221,57 @@ func (j *JointSpar) BeforeStep(s *train.StepContext) error {
 	if j.opt.PerWorker {
 		stream |= uint64(j.comm.Rank()+1) << 40
 	}
+	if j.opt.Balanced {
+		stream = uint64(s.Step) | 1<<62
+	}
 	r := rand.New(rand.NewPCG(j.opt.Seed, stream))
-	j.mask = make([]bool, len(j.layers))
+	if j.opt.Balanced {
+		j.holders = balancedDraw(r, j.p, j.comm.Size())
+		j.mask = make([]bool, len(j.layers))
+		for i, h := range j.holders {
+			j.mask[i] = slices.Contains(h, j.comm.Rank())
+		}
+	} else {
+		j.mask = make([]bool, len(j.layers))
+		for i := range j.layers {
+			j.mask[i] = r.Float64() < j.p[i]
+		}
+	}
 	for i, l := range j.layers {
-		j.mask[i] = r.Float64() < j.p[i]
 		for _, v := range l.params {
 			v.SetRequiresGrad(j.mask[i])
 		}
 	}
 	return nil
+}
+
+// balancedDraw deals the layers out to k workers from r, a draw shared by
+// the workers: layer ℓ goes to n_ℓ workers, ⌊k·p_ℓ⌋ or ⌈k·p_ℓ⌉ with
+// E[n_ℓ] = k·p_ℓ, taken in turn from a random permutation of the workers,
+// the next layer starting where the last one stopped. It returns each
+// layer's workers, in ascending order. Every worker is alike under the
+// permutation, so each draws layer ℓ with probability E[n_ℓ]/k = p_ℓ, as
+// with independent draws; but the number of workers that draw a layer no
+// longer varies beyond the rounding of k·p_ℓ, and the layers are dealt
+// out evenly.
+func balancedDraw(r *rand.Rand, p []float64, k int) [][]int {
+	perm := r.Perm(k)
+	holders := make([][]int, len(p))
+	pos := 0
+	for i, pi := range p {
+		x := float64(k) * pi
+		n := int(math.Floor(x))
+		if r.Float64() < x-float64(n) {
+			n++
+		}
+		n = min(n, k)
+		for range n {
+			holders[i] = append(holders[i], perm[pos])
+			pos = (pos + 1) % k
+		}
+		slices.Sort(holders[i])
+	}
+	return holders
 }
 
 // AfterBackward implements train.Strategy: it averages the sampled layers'
@@ -229,6 +296,9 @@ func (j *JointSpar) AfterBackward(s *train.StepContext) error {
 				v.SetGrad(tensor.ZerosLike(v.Value))
 			}
 		}
+	}
+	if j.opt.Balanced {
+		return j.balancedAverage(s.Optimizer)
 	}
 	if j.opt.PerWorker {
 		return j.denseAverage(s.Optimizer)
@@ -346,6 +416,187 @@ func (j *JointSpar) denseAverage(o optim.Optimizer) error {
 		if got[i] > 0 {
 			j.observe(i, math.Sqrt(sq))
 			j.scale(o, i, got[i]/j.p[i])
+		}
+	}
+	return nil
+}
+
+// Tags of balancedAverage's two rounds of messages.
+const (
+	tagReduce = 1 + iota
+	tagGather
+)
+
+// balancedAverage averages each layer over the workers it was dealt to,
+// sending only what they hold. Each layer's n holders split it into n
+// chunks, the q-th owned by the q-th holder: every holder sends its other
+// chunks to their owners, which average them; then every owner sends its
+// averaged chunks to every other worker. A layer of n holders costs its
+// size times n − 1 + K − 1 in all, against 2(K − 1) for a ring all-reduce
+// over every worker: less whenever fewer than K workers hold it, nothing
+// when none does. The messages between two workers in a round travel as
+// one, the chunks end to end in layer order. Its update is then scaled by
+// (n/K)/p_ℓ, which is E[·] = 1.
+func (j *JointSpar) balancedAverage(o optim.Optimizer) error {
+	K, me := j.comm.Size(), j.comm.Rank()
+	type chunk struct{ layer, lo, hi int } // elements [lo, hi) of flat
+	owned := make([][]chunk, K)            // by owner
+	from := make([][]chunk, K)             // what each worker sends me to reduce
+	to := make([][]chunk, K)               // what I send each owner to reduce
+	off := 0
+	for i, l := range j.layers {
+		h := j.holders[i]
+		mine := slices.Contains(h, me)
+		for q, w := range h {
+			c := chunk{i, off + q*l.size/len(h), off + (q+1)*l.size/len(h)}
+			if c.lo == c.hi {
+				continue
+			}
+			owned[w] = append(owned[w], c)
+			if mine && w != me {
+				to[w] = append(to[w], c)
+			}
+			if w == me {
+				for _, v := range h {
+					if v != me {
+						from[v] = append(from[v], c)
+					}
+				}
+			}
+		}
+		if mine {
+			po := off
+			for _, v := range l.params {
+				n := v.Value.NumElements()
+				part := j.flat.Slice(0, po, po+n)
+				g := v.Grad().View(n)
+				part.CopyFrom(g)
+				g.Release()
+				part.Release()
+				po += n
+			}
+		}
+		off += l.size
+	}
+	dev := tensor.On(dist.DeviceOf(j.comm))
+	dt := tensor.Of(j.flat.DType())
+	var bufs []*tensor.Tensor
+	defer func() {
+		for _, b := range bufs {
+			b.Release()
+		}
+	}()
+	// buffer returns a buffer for cs, filled from flat when pack is set.
+	buffer := func(cs []chunk, pack bool) *tensor.Tensor {
+		n := 0
+		for _, c := range cs {
+			n += c.hi - c.lo
+		}
+		b := tensor.Empty(tensor.Shape{n}, dt, dev)
+		bufs = append(bufs, b)
+		if pack {
+			at := 0
+			for _, c := range cs {
+				dst, src := b.Slice(0, at, at+c.hi-c.lo), j.flat.Slice(0, c.lo, c.hi)
+				dst.CopyFrom(src)
+				dst.Release()
+				src.Release()
+				at += c.hi - c.lo
+			}
+		}
+		return b
+	}
+	// each calls fn with every chunk of cs and its part of b.
+	each := func(b *tensor.Tensor, cs []chunk, fn func(c chunk, part, in *tensor.Tensor)) {
+		at := 0
+		for _, c := range cs {
+			part, in := j.flat.Slice(0, c.lo, c.hi), b.Slice(0, at, at+c.hi-c.lo)
+			fn(c, part, in)
+			part.Release()
+			in.Release()
+			at += c.hi - c.lo
+		}
+	}
+	exchange := func(what string, sends, recvs []dist.Message) error {
+		return j.collective(what, func(ctx context.Context) error { return dist.Exchange(ctx, j.meter, sends, recvs) })
+	}
+	// Round 1: the owners gather their chunks' gradients and average them.
+	var sends, recvs []dist.Message
+	got := make([]*tensor.Tensor, K)
+	for w := range K {
+		if len(to[w]) > 0 {
+			sends = append(sends, dist.Message{Peer: w, T: buffer(to[w], true), Tag: tagReduce})
+		}
+		if len(from[w]) > 0 {
+			got[w] = buffer(from[w], false)
+			recvs = append(recvs, dist.Message{Peer: w, T: got[w], Tag: tagReduce})
+		}
+	}
+	if err := exchange("reduce", sends, recvs); err != nil {
+		return err
+	}
+	for w := range K {
+		if got[w] != nil {
+			each(got[w], from[w], func(_ chunk, part, in *tensor.Tensor) { part.AddInPlace(in) })
+		}
+	}
+	for _, c := range owned[me] {
+		if n := len(j.holders[c.layer]); n > 1 {
+			part := j.flat.Slice(0, c.lo, c.hi)
+			part.MulScalarInPlace(1 / float64(n))
+			part.Release()
+		}
+	}
+	// Round 2: every owner sends its averaged chunks to every other worker.
+	sends, recvs = sends[:0], recvs[:0]
+	var mine *tensor.Tensor
+	if len(owned[me]) > 0 {
+		mine = buffer(owned[me], true)
+	}
+	for w := range K {
+		if w == me {
+			continue
+		}
+		if mine != nil {
+			sends = append(sends, dist.Message{Peer: w, T: mine, Tag: tagGather})
+		}
+		got[w] = nil
+		if len(owned[w]) > 0 {
+			got[w] = buffer(owned[w], false)
+			recvs = append(recvs, dist.Message{Peer: w, T: got[w], Tag: tagGather})
+		}
+	}
+	if err := exchange("gather", sends, recvs); err != nil {
+		return err
+	}
+	for w := range K {
+		if got[w] != nil {
+			each(got[w], owned[w], func(_ chunk, part, in *tensor.Tensor) { part.CopyFrom(in) })
+		}
+	}
+	off = 0
+	for i, l := range j.layers {
+		n := len(j.holders[i])
+		var sq float64
+		for _, v := range l.params {
+			part := j.flat.Slice(0, off, off+v.Value.NumElements())
+			off += v.Value.NumElements()
+			if n > 0 {
+				if v.Grad() == nil {
+					v.SetGrad(tensor.EmptyLike(v.Value))
+				}
+				view := part.View(v.Value.Shape()...)
+				v.Grad().CopyFrom(view)
+				view.Release()
+				sq += v.Grad().SquaredNorm()
+			} else {
+				v.ZeroGrad()
+			}
+			part.Release()
+		}
+		if n > 0 {
+			j.observe(i, math.Sqrt(sq))
+			j.scale(o, i, float64(n)/float64(K)/j.p[i])
 		}
 	}
 	return nil

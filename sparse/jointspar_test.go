@@ -14,6 +14,7 @@ import (
 	"github.com/flockml/flock/autograd"
 	"github.com/flockml/flock/dataset"
 	"github.com/flockml/flock/dist"
+	"github.com/flockml/flock/dist/commtest"
 	"github.com/flockml/flock/nn"
 	"github.com/flockml/flock/nn/models"
 	"github.com/flockml/flock/nn/nntest"
@@ -286,62 +287,109 @@ func layerSpans(t *testing.T, f *fixture, n int) [][2]int {
 	return spans
 }
 
+// onAll runs fn for workers 0 to k−1 at once, and fails t on an error.
+func onAll(t *testing.T, k int, fn func(r int) error) {
+	t.Helper()
+	errs := make([]error, k)
+	var wg sync.WaitGroup
+	for r := range k {
+		wg.Go(func() { errs[r] = fn(r) })
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if err != nil {
+			t.Fatalf("worker %d: %v", r, err)
+		}
+	}
+}
+
 // TestPerWorkerDraws checks per-worker draws by Monte Carlo on 4 workers
 // that hold the same batch. Layer ℓ's estimate is then its gradient times
-// c/(K·p_ℓ), c ~ Binomial(K, p_ℓ) the workers that drew it: its mean
-// factor ⟨ĝ_ℓ, g_ℓ⟩/‖g_ℓ‖² must be 1 within its standard error, and its
-// mean squared deviation from 1 the binomial's (1 − p_ℓ)/(K·p_ℓ), K times
-// less than the (1 − p_ℓ)/p_ℓ of a draw shared by the workers. Every
-// worker must apply the same update.
+// c/(K·p_ℓ), c the workers that drew it: its mean factor ⟨ĝ_ℓ, g_ℓ⟩/‖g_ℓ‖²
+// must be 1 within its standard error, and its mean squared deviation
+// from 1 that of c/(K·p_ℓ). With independent draws c ~ Binomial(K, p_ℓ),
+// a variance of (1 − p_ℓ)/(K·p_ℓ), K times less than the (1 − p_ℓ)/p_ℓ of
+// a draw shared by the workers; balanced draws give c = ⌊K·p_ℓ⌋ or
+// ⌈K·p_ℓ⌉, a variance of f(1 − f)/(K·p_ℓ)², f the fractional part of
+// K·p_ℓ. Every worker must apply the same update and draw each layer
+// with probability p_ℓ.
 func TestPerWorkerDraws(t *testing.T) {
 	const K = 4
 	full := newFixture(t, "cnn", sparse.Options{Budget: 1})
 	want, _, _ := full.estimate(t, 0)
+	balanced := func(p float64) float64 {
+		x := K * p
+		f := x - math.Floor(x)
+		return f * (1 - f) / (x * x)
+	}
+	for _, tc := range []struct {
+		name     string
+		balanced bool
+		pMin     float64
+		variance func(p float64) float64 // of c/(K·p)
+		below    func(p float64) float64 // a summed variance it must stay under half of
+	}{
+		{"independent", false, 0,
+			func(p float64) float64 { return (1 - p) / (K * p) },
+			func(p float64) float64 { return (1 - p) / p }},
+		// p_min 1/K: every layer goes to a worker or more.
+		{"balanced", true, 0, balanced,
+			func(p float64) float64 { return (1 - p) / (K * p) }},
+		// Layers of K·p < 1 go to no worker at some steps.
+		{"balanced, p_min 0.05", true, 0.05, balanced,
+			func(p float64) float64 { return (1 - p) / (K * p) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkPerWorkerDraws(t, want, sparse.Options{Budget: 0.5, PMin: tc.pMin, Seed: 9, PerWorker: true, Balanced: tc.balanced}, tc.variance, tc.below)
+		})
+	}
+}
+
+func checkPerWorkerDraws(t *testing.T, want []float64, opt sparse.Options, variance, below func(p float64) float64) {
+	const K = 4
 	comms := dist.NewLocal(K)
 	fs := make([]*fixture, K)
 	for r := range fs {
-		fs[r] = newFixtureOn(t, "cnn", sparse.Options{Budget: 0.5, Seed: 9, PerWorker: true}, comms[r])
+		fs[r] = newFixtureOn(t, "cnn", opt, comms[r])
 	}
 	gs := make([][]float64, K)
-	all := func(fn func(r int) error) {
-		t.Helper()
-		errs := make([]error, K)
-		var wg sync.WaitGroup
-		for r := range fs {
-			wg.Go(func() { errs[r] = fn(r) })
-		}
-		wg.Wait()
-		for r, err := range errs {
-			if err != nil {
-				t.Fatalf("worker %d: %v", r, err)
-			}
-		}
-	}
+	all := func(fn func(r int) error) { t.Helper(); onAll(t, len(fs), fn) }
 	all(func(r int) error { return fs[r].js.Setup(fs[r].sc) })
 	spans := layerSpans(t, fs[0], len(want))
 	L := len(spans)
 	const draws = 600
 	factor := make([][]float64, L)
-	excess := make([][]float64, L) // (factor − 1)² − (1 − p)/(K·p), mean 0
-	var sharedVar, workerVar float64
-	drawn := 0
+	excess := make([][]float64, L)  // (factor − 1)² − variance(p), mean 0
+	drawn := make([][]float64, K*L) // 1{worker k drew ℓ} − p_ℓ, mean 0
+	var boundVar, gotVar float64
 	for s := range draws {
 		all(func(r int) (err error) {
 			gs[r], _, _, err = fs[r].step(s)
 			return err
 		})
-		for _, b := range fs[0].js.Sampled() {
-			if b {
-				drawn++
-			}
-		}
 		for r := 1; r < K; r++ {
 			if !slices.Equal(gs[r], gs[0]) {
 				t.Fatalf("step %d: worker %d's update differs from worker 0's", s, r)
 			}
 		}
 		p := fs[0].js.Probabilities()
+		count := make([]int, L)
+		for r := range fs {
+			for l, b := range fs[r].js.Sampled() {
+				x := -p[l]
+				if b {
+					x++
+					count[l]++
+				}
+				drawn[r*L+l] = append(drawn[r*L+l], x)
+			}
+		}
 		for l, sp := range spans {
+			if opt.Balanced {
+				if x := K * p[l]; float64(count[l]) < math.Floor(x) || float64(count[l]) > math.Ceil(x) {
+					t.Fatalf("step %d: layer %d drawn by %d workers, K·p = %.3f", s, l, count[l], x)
+				}
+			}
 			var dot, nn float64
 			for i := sp[0]; i < sp[1]; i++ {
 				dot += gs[0][i] * want[i]
@@ -349,18 +397,18 @@ func TestPerWorkerDraws(t *testing.T) {
 			}
 			f := dot / nn
 			factor[l] = append(factor[l], f)
-			excess[l] = append(excess[l], (f-1)*(f-1)-(1-p[l])/(K*p[l]))
-			sharedVar += (1 - p[l]) / p[l] / draws
-			workerVar += (f - 1) * (f - 1) / draws
+			excess[l] = append(excess[l], (f-1)*(f-1)-variance(p[l]))
+			boundVar += below(p[l]) / draws
+			gotVar += (f - 1) * (f - 1) / draws
 		}
 	}
 	for l := range spans {
 		name := fs[0].js.Layers()[l]
 		m, se := meanSE(factor[l])
 		if se == 0 {
-			// Drawn with p = 1 at every step: exact.
+			// Exact at every step (p = 1, or K·p whole with balanced draws).
 			if math.Abs(m-1) > 1e-9 {
-				t.Errorf("layer %s: factor %.6f at p = 1, want 1", name, m)
+				t.Errorf("layer %s: factor %.6f without spread, want 1", name, m)
 			}
 			continue
 		}
@@ -368,15 +416,94 @@ func TestPerWorkerDraws(t *testing.T) {
 			t.Errorf("layer %s: mean factor %.4f ± %.4f, want 1", name, m, se)
 		}
 		if e, ese := meanSE(excess[l]); math.Abs(e) > 4*ese {
-			t.Errorf("layer %s: squared deviation exceeds the binomial's by %.4f ± %.4f", name, e, ese)
+			t.Errorf("layer %s: squared deviation exceeds the expected by %.4f ± %.4f", name, e, ese)
+		}
+		for r := range K {
+			if m, se := meanSE(drawn[r*L+l]); math.Abs(m) > 4*se+1e-12 {
+				t.Errorf("layer %s: worker %d drew it %.4f ± %.4f more often than p", name, r, m, se)
+			}
 		}
 	}
-	t.Logf("summed variance of the factors: %.3f with per-worker draws, %.3f expected of a shared draw", workerVar, sharedVar)
-	if !(workerVar < sharedVar/2) {
-		t.Errorf("per-worker draws: summed variance %.3f, not below half a shared draw's %.3f", workerVar, sharedVar)
+	t.Logf("summed variance of the factors: %.3f, against %.3f", gotVar, boundVar)
+	if !(gotVar < boundVar/2) {
+		t.Errorf("summed variance %.3f, not below half of %.3f", gotVar, boundVar)
 	}
-	if mean := float64(drawn) / draws; math.Abs(mean-0.5*float64(L)) > 4*math.Sqrt(float64(L)/4/draws) {
-		t.Errorf("worker 0 drew %.3f layers per step, want %.1f", mean, 0.5*float64(L))
+}
+
+// TestBalancedExchange checks balanced draws' exchange exactly on 4
+// workers that hold different batches, in-process and over TCP: each
+// layer's update must be the sum of the gradients of the workers it was
+// dealt to over K·p_ℓ, and the bytes sent those of the chunked exchange,
+// size × (n − 1 + K − 1) for a layer of n holders.
+func TestBalancedExchange(t *testing.T) {
+	const K = 4
+	t.Run("in-process", func(t *testing.T) { checkBalancedExchange(t, dist.NewLocal(K)) })
+	t.Run("tcp", func(t *testing.T) { checkBalancedExchange(t, commtest.Loopback(t, K, false)) })
+}
+
+func checkBalancedExchange(t *testing.T, comms []dist.Comm) {
+	K := len(comms)
+	batch := func(r int) (x, y *tensor.Tensor) {
+		l, err := dataset.NewLoader(bands(32, 3, uint64(10+r)), dataset.LoaderOptions{BatchSize: 32})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := l.Next()
+		return b.X, b.Y
+	}
+	full := newFixture(t, "cnn", sparse.Options{Budget: 1})
+	fs := make([]*fixture, K)
+	grads := make([][]float64, K) // each worker's whole gradient
+	for r := range fs {
+		full.x, full.y = batch(r)
+		grads[r], _, _ = full.estimate(t, 0)
+		fs[r] = newFixtureOn(t, "cnn", sparse.Options{Budget: 0.5, Seed: 2, PerWorker: true, Balanced: true}, comms[r])
+		fs[r].x, fs[r].y = full.x, full.y
+	}
+	all := func(fn func(r int) error) { t.Helper(); onAll(t, len(fs), fn) }
+	all(func(r int) error { return fs[r].js.Setup(fs[r].sc) })
+	spans := layerSpans(t, fs[0], len(grads[0]))
+	gs := make([][]float64, K)
+	var wantBytes int64
+	for s := range 12 {
+		all(func(r int) (err error) {
+			gs[r], _, _, err = fs[r].step(s)
+			return err
+		})
+		p := fs[0].js.Probabilities()
+		for l, sp := range spans {
+			var holders []int
+			for r := range fs {
+				if fs[r].js.Sampled()[l] {
+					holders = append(holders, r)
+				}
+			}
+			if len(holders) > 0 {
+				wantBytes += int64(fs[0].params[0].Param.Value.DType().Size() * (sp[1] - sp[0]) * (len(holders) - 1 + K - 1))
+			}
+			for i := sp[0]; i < sp[1]; i++ {
+				var want float64
+				for _, r := range holders {
+					want += grads[r][i]
+				}
+				want /= float64(K) * p[l]
+				for r := range K {
+					if d := math.Abs(gs[r][i] - want); d > 2e-6+1e-4*math.Abs(want) { // float32 parameters
+						t.Fatalf("step %d, layer %d (held by %v), element %d: worker %d updated by %.12g, want %.12g", s, l, holders, i-sp[0], r, gs[r][i], want)
+					}
+				}
+			}
+		}
+	}
+	var sent int64
+	for _, f := range fs {
+		sent += f.js.CommStats().Sent
+	}
+	if sent != wantBytes {
+		t.Errorf("the workers sent %d bytes in all, want %d", sent, wantBytes)
+	}
+	if dense := fs[0].js.CommStats().DataParallelBytes * int64(K); !(sent < dense) {
+		t.Errorf("the workers sent %d bytes, no fewer than a dense all-reduce's %d", sent, dense)
 	}
 }
 
@@ -506,9 +633,11 @@ func TestBudgetOne(t *testing.T) {
 			t.Errorf("%s: JointSpar with budget 1 on one worker differs from plain training by %.3g", opt, d)
 		}
 		dp, _ := trainK(t, cfg, data, 2, func(c dist.Comm) train.Strategy { return train.NewDataParallel(c, train.DataParallelOptions{}) }, 0, "")
-		js2, _ := trainK(t, cfg, data, 2, jointspar(sparse.Options{Budget: 1}), 0, "")
-		if d := nntest.MaxDiff(dp, js2); d > 1e-5 {
-			t.Errorf("%s: JointSpar with budget 1 on two workers differs from data parallel by %.3g", opt, d)
+		for _, o := range []sparse.Options{{Budget: 1}, {Budget: 1, PerWorker: true, Balanced: true}} {
+			js2, _ := trainK(t, cfg, data, 2, jointspar(o), 0, "")
+			if d := nntest.MaxDiff(dp, js2); d > 1e-5 {
+				t.Errorf("%s: JointSpar (balanced %v) with budget 1 on two workers differs from data parallel by %.3g", opt, o.Balanced, d)
+			}
 		}
 	}
 }
@@ -527,9 +656,19 @@ func TestBytesAndResume(t *testing.T) {
 	if dense.Sent < dense.DataParallelBytes {
 		t.Errorf("per-worker draws sent %d bytes, less than data parallel's %d: their all-reduce is dense", dense.Sent, dense.DataParallelBytes)
 	}
-	parts, _ := trainK(t, cfg, data, 2, jointspar(opt), 5, filepath.Join(t.TempDir(), "js.ckpt"))
-	if d := nntest.MaxDiff(whole, parts); d != 0 {
-		t.Errorf("resumed run differs by %.3g", d)
+	bal := sparse.Options{Budget: 0.5, Seed: 3, PerWorker: true, Balanced: true}
+	wholeBal, sparseBal := trainK(t, cfg, data, 2, jointspar(bal), 0, "")
+	if !(sparseBal.Sent > 0 && sparseBal.Sent < sparseBal.DataParallelBytes*3/4) {
+		t.Errorf("balanced draws sent %d bytes, data parallel %d: want under 3/4", sparseBal.Sent, sparseBal.DataParallelBytes)
+	}
+	for _, c := range []struct {
+		opt   sparse.Options
+		whole map[string][]float32
+	}{{opt, whole}, {bal, wholeBal}} {
+		parts, _ := trainK(t, cfg, data, 2, jointspar(c.opt), 5, filepath.Join(t.TempDir(), "js.ckpt"))
+		if d := nntest.MaxDiff(c.whole, parts); d != 0 {
+			t.Errorf("balanced %v: resumed run differs by %.3g", c.opt.Balanced, d)
+		}
 	}
 }
 

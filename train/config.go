@@ -110,10 +110,12 @@ type StrategyConfig struct {
 	OuterNesterov bool    `json:"outer_nesterov,omitempty"`
 	// Budget is the fraction of layers JointSpar computes and sends per
 	// step, in (0, 1]; PMin its smallest inclusion probability (0: the
-	// smaller of 0.05 and Budget); PerWorker draws the layers per worker.
+	// smaller of 0.05 and Budget); PerWorker draws the layers per worker,
+	// Balanced (with PerWorker) from one draw that deals them out.
 	Budget    float64 `json:"budget,omitempty"`
 	PMin      float64 `json:"p_min,omitempty"`
 	PerWorker bool    `json:"per_worker,omitempty"`
+	Balanced  bool    `json:"balanced,omitempty"`
 	// Topology names DmSGD's graph (a kind of package gossip: exp,
 	// one-peer-exp, ring, mesh, torus, sym-exp, full) and LocalSteps the
 	// steps between its mixings (0: 1).

@@ -107,8 +107,9 @@ func trainFlags(cfg *train.Config, o *trainOptions) *flag.FlagSet {
 	fs.Float64Var(&sc.OuterMomentum, "outer-momentum", sc.OuterMomentum, "diloco's outer momentum")
 	fs.BoolVar(&sc.OuterNesterov, "outer-nesterov", sc.OuterNesterov, "diloco's outer Nesterov momentum (--outer-nesterov=false to turn off)")
 	fs.Float64Var(&sc.Budget, "budget", sc.Budget, "jointspar: the fraction of layers whose gradients a step computes and sends, in (0, 1]")
-	fs.Float64Var(&sc.PMin, "p-min", sc.PMin, "jointspar: the smallest probability of drawing a layer (0: min(0.05, budget))")
+	fs.Float64Var(&sc.PMin, "p-min", sc.PMin, "jointspar: the smallest probability of drawing a layer (0: min(0.05, budget); with --balanced-draws on K workers min(max(0.05, 1/K), budget))")
 	fs.BoolVar(&sc.PerWorker, "per-worker-draws", sc.PerWorker, "jointspar: each worker draws its own layers, so each layer's update averages over the workers that drew it (K times less sampling variance on K workers; saves computation, not bytes)")
+	fs.BoolVar(&sc.Balanced, "balanced-draws", sc.Balanced, "jointspar: per-worker draws dealt out from one shared draw, each layer to ⌊K·p⌋ or ⌈K·p⌉ of the K workers (implies --per-worker-draws; no sampling variance beyond the rounding of K·p; saves computation, not bytes)")
 	fs.StringVar(&sc.Topology, "topology", sc.Topology, "dmsgd: the graph whose neighbours average, one of "+strings.Join(gossip.Kinds(), ", ")+" ('flock topology' prints them); swarm: the graph whose edges are the partners (static, taken as undirected)")
 	fs.IntVar(&sc.LocalSteps, "local-steps", sc.LocalSteps, "dmsgd: `J` local steps between mixings; swarm: H, the local steps between a worker's interactions")
 	fs.IntVar(&sc.QuantBits, "quant-bits", sc.QuantBits, "swarm: send models quantized to `B` bits a coordinate, 1 to 16 (0: full precision)")
@@ -646,7 +647,7 @@ func newStrategy(c dist.Comm, cfg train.Config, stepsPerEpoch int, ctx context.C
 	sc := cfg.Strategy
 	switch sc.Name {
 	case "jointspar":
-		return sparse.New(c, sparse.Options{Budget: sc.Budget, PMin: sc.PMin, PerWorker: sc.PerWorker, Seed: cfg.Seed, Context: ctx})
+		return sparse.New(c, sparse.Options{Budget: sc.Budget, PMin: sc.PMin, PerWorker: sc.PerWorker || sc.Balanced, Balanced: sc.Balanced, Seed: cfg.Seed, Context: ctx})
 	case "dmsgd":
 		top, err := gossip.New(gossip.Spec{Kind: sc.Topology, N: c.Size(), Seed: cfg.Seed})
 		if err != nil {

@@ -168,6 +168,7 @@ func TestOtherStrategies(t *testing.T) {
 	for _, args := range [][]string{
 		{"--strategy", "dmsgd", "--topology", "one-peer-exp", "--workers", "4"},
 		{"--strategy", "jointspar", "--budget", "0.5", "--workers", "2"},
+		{"--strategy", "jointspar", "--budget", "0.5", "--balanced-draws", "--workers", "4"},
 	} {
 		var stdout, stderr bytes.Buffer
 		all := append([]string{"train", "--model", "mlp", "--train-images", "2000", "--epochs", "1", "--batch-size", "100", "--json"}, args...)
