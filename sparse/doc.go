@@ -17,7 +17,11 @@
 //     (the expected number of layers). The draw is a function of (seed,
 //     step): every worker draws the same layers, and a resumed run draws
 //     as the uninterrupted one. Options.PerWorker draws per worker
-//     instead.
+//     instead, and Options.Balanced deals the layers out to the workers
+//     from one shared draw: layer ℓ to ⌊K·p_ℓ⌋ or ⌈K·p_ℓ⌉ of the K
+//     workers (E = K·p_ℓ), taken in turn from a random permutation of
+//     them, so that each worker still draws ℓ with probability p_ℓ and
+//     gets as many layers as the others.
 //  2. The layers not drawn have their gradients switched off for the step
 //     (autograd.Var.SetRequiresGrad), so backward skips their weight
 //     gradients, and every gradient below the lowest layer drawn.
@@ -31,7 +35,14 @@
 //     scaled instead. Layers not drawn get no update at all (no momentum,
 //     no weight decay). With per-worker draws the all-reduce is dense over
 //     every layer (zeros where a worker did not draw it, a count per
-//     layer): computation is saved, bytes are not.
+//     layer): computation is saved, bytes are not. With balanced draws
+//     every worker knows who holds each layer: its n holders split it into
+//     n chunks, send each chunk to the holder that owns it, which averages
+//     it and sends it on to every other worker (dist.Exchange, two rounds
+//     of one message per pair of workers). A layer then costs its size
+//     times n − 1 + K − 1 against a ring all-reduce's 2(K − 1): the same
+//     when every worker holds it, less otherwise. Its update is scaled by
+//     (n/K)/p_ℓ, which is 1 up to the rounding of K·p_ℓ.
 //  4. p_ℓ ∝ the estimated ‖g_ℓ‖, clipped to [p_min, 1] and renormalised
 //     to the budget (Probabilities: the variance-minimising choice for a
 //     given budget). A layer's estimate is a moving average of the norms

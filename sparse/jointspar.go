@@ -37,11 +37,11 @@ type Options struct {
 	// workers share one draw per step, from Seed, and all-reduce only the
 	// sampled layers.
 	PerWorker bool
-	// Balanced (with PerWorker) couples the workers' draws: every worker
-	// still draws layer ℓ with probability p_ℓ, but from one draw shared by
-	// all (from Seed), which gives the layer to ⌊K·p_ℓ⌋ or ⌈K·p_ℓ⌉ of the K
-	// workers, dealt out in turn so that each worker gets as many layers as
-	// the others. A layer's update then averages over a number of workers
+	// Balanced (which implies PerWorker) couples the workers' draws: every
+	// worker still draws layer ℓ with probability p_ℓ, but from one draw
+	// shared by all (from Seed), which gives the layer to ⌊K·p_ℓ⌋ or
+	// ⌈K·p_ℓ⌉ of the K workers, dealt out in turn so that each worker gets
+	// as many layers as the others. A layer's update then averages over a number of workers
 	// that varies only by the rounding of K·p_ℓ: the sampling variance,
 	// (1 − p_ℓ)/(K·p_ℓ) times the layer's squared norm with independent
 	// draws, falls to f(1 − f)/(K·p_ℓ)² times it, f the fractional part of
@@ -49,7 +49,8 @@ type Options struct {
 	// over some K·p_ℓ of the K workers' batches.
 	Balanced bool
 	// Seed drives the draws: step t's layers are a function of (Seed, t),
-	// and of the rank with PerWorker, so that a resumed run draws the same.
+	// and of the rank with PerWorker (not Balanced), so that a resumed run
+	// draws the same.
 	Seed uint64
 	// Decay is the weight of the past in the moving average of each layer's
 	// gradient norm (0: 0.9).
@@ -111,6 +112,9 @@ func New(c dist.Comm, opt Options) (*JointSpar, error) {
 	if c == nil {
 		return nil, errors.New("jointspar: nil Comm")
 	}
+	if opt.Balanced {
+		opt.PerWorker = true
+	}
 	if opt.PMin == 0 {
 		opt.PMin = min(0.05, opt.Budget)
 		if opt.Balanced {
@@ -120,9 +124,6 @@ func New(c dist.Comm, opt Options) (*JointSpar, error) {
 	}
 	if opt.Decay == 0 {
 		opt.Decay = 0.9
-	}
-	if opt.Balanced && !opt.PerWorker {
-		return nil, errors.New("jointspar: balanced draws are per-worker draws: set PerWorker too")
 	}
 	if !(opt.Budget > 0 && opt.Budget <= 1) || !(opt.PMin > 0 && opt.PMin <= opt.Budget) || !(opt.Decay > 0 && opt.Decay < 1) {
 		return nil, fmt.Errorf("jointspar: budget %v, p_min %v, decay %v: want 0 < p_min ≤ budget ≤ 1 and 0 < decay < 1", opt.Budget, opt.PMin, opt.Decay)
@@ -217,22 +218,21 @@ func (j *JointSpar) collective(what string, op func(ctx context.Context) error) 
 func (j *JointSpar) BeforeStep(s *train.StepContext) error {
 	j.stepStart = time.Now()
 	j.p = Probabilities(j.norms, j.known, j.opt.Budget, j.opt.PMin)
-	stream := uint64(s.Step)
-	if j.opt.PerWorker {
-		stream |= uint64(j.comm.Rank()+1) << 40
-	}
-	if j.opt.Balanced {
-		stream = uint64(s.Step) | 1<<62
-	}
-	r := rand.New(rand.NewPCG(j.opt.Seed, stream))
-	if j.opt.Balanced {
+	j.mask = make([]bool, len(j.layers))
+	switch {
+	case j.opt.Balanced:
+		// One deal for all the workers, from a stream of its own.
+		r := rand.New(rand.NewPCG(j.opt.Seed, uint64(s.Step)|1<<62))
 		j.holders = balancedDraw(r, j.p, j.comm.Size())
-		j.mask = make([]bool, len(j.layers))
 		for i, h := range j.holders {
 			j.mask[i] = slices.Contains(h, j.comm.Rank())
 		}
-	} else {
-		j.mask = make([]bool, len(j.layers))
+	default:
+		stream := uint64(s.Step)
+		if j.opt.PerWorker {
+			stream |= uint64(j.comm.Rank()+1) << 40
+		}
+		r := rand.New(rand.NewPCG(j.opt.Seed, stream))
 		for i := range j.layers {
 			j.mask[i] = r.Float64() < j.p[i]
 		}

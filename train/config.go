@@ -111,7 +111,7 @@ type StrategyConfig struct {
 	// Budget is the fraction of layers JointSpar computes and sends per
 	// step, in (0, 1]; PMin its smallest inclusion probability (0: the
 	// smaller of 0.05 and Budget); PerWorker draws the layers per worker,
-	// Balanced (with PerWorker) from one draw that deals them out.
+	// Balanced from one draw that deals them out.
 	Budget    float64 `json:"budget,omitempty"`
 	PMin      float64 `json:"p_min,omitempty"`
 	PerWorker bool    `json:"per_worker,omitempty"`

@@ -647,7 +647,7 @@ func newStrategy(c dist.Comm, cfg train.Config, stepsPerEpoch int, ctx context.C
 	sc := cfg.Strategy
 	switch sc.Name {
 	case "jointspar":
-		return sparse.New(c, sparse.Options{Budget: sc.Budget, PMin: sc.PMin, PerWorker: sc.PerWorker || sc.Balanced, Balanced: sc.Balanced, Seed: cfg.Seed, Context: ctx})
+		return sparse.New(c, sparse.Options{Budget: sc.Budget, PMin: sc.PMin, PerWorker: sc.PerWorker, Balanced: sc.Balanced, Seed: cfg.Seed, Context: ctx})
 	case "dmsgd":
 		top, err := gossip.New(gossip.Spec{Kind: sc.Topology, N: c.Size(), Seed: cfg.Seed})
 		if err != nil {
