@@ -41,12 +41,15 @@ type Options struct {
 	// worker still draws layer ℓ with probability p_ℓ, but from one draw
 	// shared by all (from Seed), which gives the layer to ⌊K·p_ℓ⌋ or
 	// ⌈K·p_ℓ⌉ of the K workers, dealt out in turn so that each worker gets
-	// as many layers as the others. A layer's update then averages over a number of workers
-	// that varies only by the rounding of K·p_ℓ: the sampling variance,
-	// (1 − p_ℓ)/(K·p_ℓ) times the layer's squared norm with independent
-	// draws, falls to f(1 − f)/(K·p_ℓ)² times it, f the fractional part of
-	// K·p_ℓ (0 where K·p_ℓ is whole), leaving the variance of a gradient
-	// over some K·p_ℓ of the K workers' batches.
+	// as many layers as the others. A layer's update then averages over a
+	// number of workers that varies only by the rounding of K·p_ℓ: the
+	// sampling variance, (1 − p_ℓ)/(K·p_ℓ) times the layer's squared norm
+	// with independent draws, falls to f(1 − f)/(K·p_ℓ)² times it, f the
+	// fractional part of K·p_ℓ (0 where K·p_ℓ is whole), leaving the
+	// variance of a gradient over some K·p_ℓ of the K workers' batches.
+	// The holders of a layer average it among themselves and send it on to
+	// the others, so bytes are saved wherever fewer than K workers hold a
+	// layer.
 	Balanced bool
 	// Seed drives the draws: step t's layers are a function of (Seed, t),
 	// and of the rank with PerWorker (not Balanced), so that a resumed run
@@ -435,8 +438,8 @@ const (
 // size times n − 1 + K − 1 in all, against 2(K − 1) for a ring all-reduce
 // over every worker: less whenever fewer than K workers hold it, nothing
 // when none does. The messages between two workers in a round travel as
-// one, the chunks end to end in layer order. Its update is then scaled by
-// (n/K)/p_ℓ, which is E[·] = 1.
+// one, the chunks end to end in layer order. The layer's update is then
+// scaled by (n/K)/p_ℓ, whose mean is 1.
 func (j *JointSpar) balancedAverage(o optim.Optimizer) error {
 	K, me := j.comm.Size(), j.comm.Rank()
 	type chunk struct{ layer, lo, hi int } // elements [lo, hi) of flat
@@ -506,12 +509,12 @@ func (j *JointSpar) balancedAverage(o optim.Optimizer) error {
 		}
 		return b
 	}
-	// each calls fn with every chunk of cs and its part of b.
-	each := func(b *tensor.Tensor, cs []chunk, fn func(c chunk, part, in *tensor.Tensor)) {
+	// each calls fn with every chunk of cs: its part of flat and of b.
+	each := func(b *tensor.Tensor, cs []chunk, fn func(part, in *tensor.Tensor)) {
 		at := 0
 		for _, c := range cs {
 			part, in := j.flat.Slice(0, c.lo, c.hi), b.Slice(0, at, at+c.hi-c.lo)
-			fn(c, part, in)
+			fn(part, in)
 			part.Release()
 			in.Release()
 			at += c.hi - c.lo
@@ -537,7 +540,7 @@ func (j *JointSpar) balancedAverage(o optim.Optimizer) error {
 	}
 	for w := range K {
 		if got[w] != nil {
-			each(got[w], from[w], func(_ chunk, part, in *tensor.Tensor) { part.AddInPlace(in) })
+			each(got[w], from[w], func(part, in *tensor.Tensor) { part.AddInPlace(in) })
 		}
 	}
 	for _, c := range owned[me] {
@@ -571,7 +574,7 @@ func (j *JointSpar) balancedAverage(o optim.Optimizer) error {
 	}
 	for w := range K {
 		if got[w] != nil {
-			each(got[w], owned[w], func(_ chunk, part, in *tensor.Tensor) { part.CopyFrom(in) })
+			each(got[w], owned[w], func(part, in *tensor.Tensor) { part.CopyFrom(in) })
 		}
 	}
 	off = 0
