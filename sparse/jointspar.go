@@ -520,28 +520,44 @@ func (j *JointSpar) balancedAverage(o optim.Optimizer) error {
 			at += c.hi - c.lo
 		}
 	}
-	exchange := func(what string, sends, recvs []dist.Message) error {
-		return j.collective(what, func(ctx context.Context) error { return dist.Exchange(ctx, j.meter, sends, recvs) })
+	// round sends out(w) to every worker w for which it is not nil,
+	// receives in[w] from every worker w ≠ me for which it is not empty,
+	// and applies each received chunk to its part of flat.
+	round := func(what string, tag int, out func(w int) *tensor.Tensor, in [][]chunk, apply func(part, got *tensor.Tensor)) error {
+		var sends, recvs []dist.Message
+		got := make([]*tensor.Tensor, K)
+		for w := range K {
+			if w == me {
+				continue
+			}
+			if t := out(w); t != nil {
+				sends = append(sends, dist.Message{Peer: w, T: t, Tag: tag})
+			}
+			if len(in[w]) > 0 {
+				got[w] = buffer(in[w], false)
+				recvs = append(recvs, dist.Message{Peer: w, T: got[w], Tag: tag})
+			}
+		}
+		err := j.collective(what, func(ctx context.Context) error { return dist.Exchange(ctx, j.meter, sends, recvs) })
+		if err != nil {
+			return err
+		}
+		for w, b := range got {
+			if b != nil {
+				each(b, in[w], apply)
+			}
+		}
+		return nil
 	}
 	// Round 1: the owners gather their chunks' gradients and average them.
-	var sends, recvs []dist.Message
-	got := make([]*tensor.Tensor, K)
-	for w := range K {
-		if len(to[w]) > 0 {
-			sends = append(sends, dist.Message{Peer: w, T: buffer(to[w], true), Tag: tagReduce})
+	err := round("reduce", tagReduce, func(w int) *tensor.Tensor {
+		if len(to[w]) == 0 {
+			return nil
 		}
-		if len(from[w]) > 0 {
-			got[w] = buffer(from[w], false)
-			recvs = append(recvs, dist.Message{Peer: w, T: got[w], Tag: tagReduce})
-		}
-	}
-	if err := exchange("reduce", sends, recvs); err != nil {
+		return buffer(to[w], true)
+	}, from, func(part, in *tensor.Tensor) { part.AddInPlace(in) })
+	if err != nil {
 		return err
-	}
-	for w := range K {
-		if got[w] != nil {
-			each(got[w], from[w], func(part, in *tensor.Tensor) { part.AddInPlace(in) })
-		}
 	}
 	for _, c := range owned[me] {
 		if n := len(j.holders[c.layer]); n > 1 {
@@ -551,31 +567,13 @@ func (j *JointSpar) balancedAverage(o optim.Optimizer) error {
 		}
 	}
 	// Round 2: every owner sends its averaged chunks to every other worker.
-	sends, recvs = sends[:0], recvs[:0]
 	var mine *tensor.Tensor
 	if len(owned[me]) > 0 {
 		mine = buffer(owned[me], true)
 	}
-	for w := range K {
-		if w == me {
-			continue
-		}
-		if mine != nil {
-			sends = append(sends, dist.Message{Peer: w, T: mine, Tag: tagGather})
-		}
-		got[w] = nil
-		if len(owned[w]) > 0 {
-			got[w] = buffer(owned[w], false)
-			recvs = append(recvs, dist.Message{Peer: w, T: got[w], Tag: tagGather})
-		}
-	}
-	if err := exchange("gather", sends, recvs); err != nil {
+	err = round("gather", tagGather, func(int) *tensor.Tensor { return mine }, owned, func(part, in *tensor.Tensor) { part.CopyFrom(in) })
+	if err != nil {
 		return err
-	}
-	for w := range K {
-		if got[w] != nil {
-			each(got[w], owned[w], func(part, in *tensor.Tensor) { part.CopyFrom(in) })
-		}
 	}
 	off = 0
 	for i, l := range j.layers {
