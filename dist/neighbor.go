@@ -34,18 +34,11 @@ type Peer struct {
 // terms are added in the order self, then in's order, so a call is
 // deterministic: the same on every transport.
 //
-// It is built on Send and Recv, so it runs on every Comm (on an
-// Exchanger, such as NCCL's, as one Exchange), and it posts every receive
-// and every send at once, each on its own goroutine:
-// ranks that send to each other never wait on one another whether or not
-// the transport buffers a Send whose Recv is not posted yet (in-process
-// ranks and TCP do, for any size), and a receive posted first lets TCP read
-// straight into its buffer. It therefore needs a Comm whose Send and Recv
-// may run concurrently (NewLocal's and DialTCP's can); a transport that
-// runs one operation at a time and holds a Send until its Recv is posted
-// may deadlock on large tensors. It allocates a tensor like t per
-// in-neighbour. The first failure cancels the other messages and is
-// returned.
+// It is built on Exchange, so it runs on every Comm whose Send and Recv
+// may run concurrently, posting every receive and every send at once (on
+// an Exchanger, such as NCCL's, as one Exchange). It allocates a tensor
+// like t per in-neighbour. The first failure cancels the other messages
+// and is returned.
 //
 // t is a contiguous float tensor; in and out hold distinct ranks other
 // than this one; the weights are finite. Anything else panics.
@@ -170,9 +163,12 @@ func neighborAllReduce(ctx context.Context, c Comm, t *tensor.Tensor, self float
 // Exchanger (or a Meter over one), otherwise each Send and Recv on its own
 // goroutine, so that ranks that send to each other never wait on one
 // another whether or not the transport buffers a Send whose Recv is not
-// posted yet. It therefore needs a Comm whose Send and Recv may run
-// concurrently (NewLocal's and DialTCP's can). The first failure cancels
-// the other messages and is returned.
+// posted yet (in-process ranks and TCP do, for any size), and a receive
+// posted first lets TCP read straight into its buffer. It therefore needs
+// a Comm whose Send and Recv may run concurrently (NewLocal's and
+// DialTCP's can); a transport that runs one operation at a time and holds
+// a Send until its Recv is posted may deadlock on large tensors. The first
+// failure cancels the other messages and is returned.
 func Exchange(ctx context.Context, c Comm, sends, recvs []Message) error {
 	if x, ok := exchangerOf(c); ok {
 		return x.Exchange(ctx, sends, recvs)

@@ -19,7 +19,7 @@ func TestOnCommDevice(t *testing.T) {
 	t.Parallel()
 	data := bands(64, 1, 5)
 	cfg := smallConfig("sgd")
-	for _, opt := range []sparse.Options{{Budget: 0.5, Seed: 3}, {Budget: 0.5, Seed: 3, PerWorker: true}, {Budget: 0.5, Seed: 3, PerWorker: true, Balanced: true}} {
+	for _, opt := range []sparse.Options{{Budget: 0.5, Seed: 3}, {Budget: 0.5, Seed: 3, PerWorker: true}, {Budget: 0.5, Seed: 3, Balanced: true}} {
 		host, _ := trainK(t, cfg, data, 2, jointspar(opt), 0, "")
 		dev := cpu.New()
 		placed, _ := trainK(t, cfg, data, 2, func(c dist.Comm) train.Strategy {

@@ -362,25 +362,12 @@ func (j *JointSpar) scale(o optim.Optimizer, i int, s float64) {
 // scale (c/K)/p_ℓ: s·ḡ = Σ_k 1{k drew ℓ}·g_k / (K·p_ℓ), the unbiased
 // estimate.
 func (j *JointSpar) denseAverage(o optim.Optimizer) error {
-	off := 0
 	counts := j.flat.Slice(0, j.total, j.total+len(j.layers))
 	defer counts.Release()
+	j.packDrawn(true)
 	cs := make([]float64, len(j.layers))
-	for i, l := range j.layers {
-		for _, v := range l.params {
-			n := v.Value.NumElements()
-			part := j.flat.Slice(0, off, off+n)
-			if j.mask[i] {
-				g := v.Grad().View(n)
-				part.CopyFrom(g)
-				g.Release()
-			} else {
-				part.Fill(0)
-			}
-			part.Release()
-			off += n
-		}
-		if j.mask[i] {
+	for i, m := range j.mask {
+		if m {
 			cs[i] = 1
 		}
 	}
@@ -394,34 +381,72 @@ func (j *JointSpar) denseAverage(o optim.Optimizer) error {
 			return err
 		}
 	}
+	// Each layer's slot holds the sum of its gradients over K; got[i] is
+	// the fraction c/K of the workers that drew it.
 	got := tensor.ToSlice[float64](counts)
-	off = 0
+	j.takeAverages(o, got, true)
+	return nil
+}
+
+// eachParam calls fn with every parameter of every layer i and its part of
+// flat (every layer end to end, in layer order), a flat view.
+func (j *JointSpar) eachParam(fn func(i int, v *autograd.Var, part *tensor.Tensor)) {
+	off := 0
 	for i, l := range j.layers {
-		var sq float64
 		for _, v := range l.params {
-			part := j.flat.Slice(0, off, off+v.Value.NumElements())
-			off += v.Value.NumElements()
-			if got[i] > 0 {
-				if v.Grad() == nil {
-					v.SetGrad(tensor.EmptyLike(v.Value))
-				}
-				g := v.Grad()
-				view := part.View(v.Value.Shape()...)
-				g.CopyFrom(view)
-				view.Release()
-				g.MulScalarInPlace(1 / got[i])
-				sq += g.SquaredNorm()
-			} else {
-				v.ZeroGrad()
-			}
+			n := v.Value.NumElements()
+			part := j.flat.Slice(0, off, off+n)
+			fn(i, v, part)
 			part.Release()
-		}
-		if got[i] > 0 {
-			j.observe(i, math.Sqrt(sq))
-			j.scale(o, i, got[i]/j.p[i])
+			off += n
 		}
 	}
-	return nil
+}
+
+// packDrawn copies the gradients of the layers this worker drew into
+// their parts of flat, and zeroes the other layers' parts when zero is set.
+func (j *JointSpar) packDrawn(zero bool) {
+	j.eachParam(func(i int, v *autograd.Var, part *tensor.Tensor) {
+		if j.mask[i] {
+			g := v.Grad().View(part.NumElements())
+			part.CopyFrom(g)
+			g.Release()
+		} else if zero {
+			part.Fill(0)
+		}
+	})
+}
+
+// takeAverages sets the gradients of every layer with frac[i] > 0, the
+// fraction of the workers that drew it, from its part of flat (divided by
+// frac[i] when divide is set, flat then holding the sum over all K
+// workers), folds their norms into the estimates and scales the layer's
+// update by frac[i]/p_ℓ; the other layers' gradients are zeroed.
+func (j *JointSpar) takeAverages(o optim.Optimizer, frac []float64, divide bool) {
+	sq := make([]float64, len(j.layers))
+	j.eachParam(func(i int, v *autograd.Var, part *tensor.Tensor) {
+		if frac[i] == 0 {
+			v.ZeroGrad()
+			return
+		}
+		if v.Grad() == nil {
+			v.SetGrad(tensor.EmptyLike(v.Value))
+		}
+		g := v.Grad()
+		view := part.View(v.Value.Shape()...)
+		g.CopyFrom(view)
+		view.Release()
+		if divide {
+			g.MulScalarInPlace(1 / frac[i])
+		}
+		sq[i] += g.SquaredNorm()
+	})
+	for i, f := range frac {
+		if f > 0 {
+			j.observe(i, math.Sqrt(sq[i]))
+			j.scale(o, i, f/j.p[i])
+		}
+	}
 }
 
 // Tags of balancedAverage's two rounds of messages.
@@ -449,14 +474,13 @@ func (j *JointSpar) balancedAverage(o optim.Optimizer) error {
 	off := 0
 	for i, l := range j.layers {
 		h := j.holders[i]
-		mine := slices.Contains(h, me)
 		for q, w := range h {
 			c := chunk{i, off + q*l.size/len(h), off + (q+1)*l.size/len(h)}
 			if c.lo == c.hi {
 				continue
 			}
 			owned[w] = append(owned[w], c)
-			if mine && w != me {
+			if j.mask[i] && w != me {
 				to[w] = append(to[w], c)
 			}
 			if w == me {
@@ -467,20 +491,9 @@ func (j *JointSpar) balancedAverage(o optim.Optimizer) error {
 				}
 			}
 		}
-		if mine {
-			po := off
-			for _, v := range l.params {
-				n := v.Value.NumElements()
-				part := j.flat.Slice(0, po, po+n)
-				g := v.Grad().View(n)
-				part.CopyFrom(g)
-				g.Release()
-				part.Release()
-				po += n
-			}
-		}
 		off += l.size
 	}
+	j.packDrawn(false)
 	dev := tensor.On(dist.DeviceOf(j.comm))
 	dt := tensor.Of(j.flat.DType())
 	var bufs []*tensor.Tensor
@@ -575,31 +588,11 @@ func (j *JointSpar) balancedAverage(o optim.Optimizer) error {
 	if err != nil {
 		return err
 	}
-	off = 0
-	for i, l := range j.layers {
-		n := len(j.holders[i])
-		var sq float64
-		for _, v := range l.params {
-			part := j.flat.Slice(0, off, off+v.Value.NumElements())
-			off += v.Value.NumElements()
-			if n > 0 {
-				if v.Grad() == nil {
-					v.SetGrad(tensor.EmptyLike(v.Value))
-				}
-				view := part.View(v.Value.Shape()...)
-				v.Grad().CopyFrom(view)
-				view.Release()
-				sq += v.Grad().SquaredNorm()
-			} else {
-				v.ZeroGrad()
-			}
-			part.Release()
-		}
-		if n > 0 {
-			j.observe(i, math.Sqrt(sq))
-			j.scale(o, i, float64(n)/float64(K)/j.p[i])
-		}
+	frac := make([]float64, len(j.layers))
+	for i, h := range j.holders {
+		frac[i] = float64(len(h)) / float64(K)
 	}
+	j.takeAverages(o, frac, false)
 	return nil
 }
 

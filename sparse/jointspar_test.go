@@ -353,8 +353,7 @@ func checkPerWorkerDraws(t *testing.T, want []float64, opt sparse.Options, varia
 		fs[r] = newFixtureOn(t, "cnn", opt, comms[r])
 	}
 	gs := make([][]float64, K)
-	all := func(fn func(r int) error) { t.Helper(); onAll(t, len(fs), fn) }
-	all(func(r int) error { return fs[r].js.Setup(fs[r].sc) })
+	onAll(t, K, func(r int) error { return fs[r].js.Setup(fs[r].sc) })
 	spans := layerSpans(t, fs[0], len(want))
 	L := len(spans)
 	const draws = 600
@@ -363,7 +362,7 @@ func checkPerWorkerDraws(t *testing.T, want []float64, opt sparse.Options, varia
 	drawn := make([][]float64, K*L) // 1{worker k drew ℓ} − p_ℓ, mean 0
 	var boundVar, gotVar float64
 	for s := range draws {
-		all(func(r int) (err error) {
+		onAll(t, K, func(r int) (err error) {
 			gs[r], _, _, err = fs[r].step(s)
 			return err
 		})
@@ -457,16 +456,15 @@ func checkBalancedExchange(t *testing.T, comms []dist.Comm) {
 	for r := range fs {
 		full.x, full.y = batch(r)
 		grads[r], _, _ = full.estimate(t, 0)
-		fs[r] = newFixtureOn(t, "cnn", sparse.Options{Budget: 0.5, Seed: 2, PerWorker: true, Balanced: true}, comms[r])
+		fs[r] = newFixtureOn(t, "cnn", sparse.Options{Budget: 0.5, Seed: 2, Balanced: true}, comms[r])
 		fs[r].x, fs[r].y = full.x, full.y
 	}
-	all := func(fn func(r int) error) { t.Helper(); onAll(t, len(fs), fn) }
-	all(func(r int) error { return fs[r].js.Setup(fs[r].sc) })
+	onAll(t, K, func(r int) error { return fs[r].js.Setup(fs[r].sc) })
 	spans := layerSpans(t, fs[0], len(grads[0]))
 	gs := make([][]float64, K)
 	var wantBytes int64
 	for s := range 12 {
-		all(func(r int) (err error) {
+		onAll(t, K, func(r int) (err error) {
 			gs[r], _, _, err = fs[r].step(s)
 			return err
 		})
@@ -633,7 +631,7 @@ func TestBudgetOne(t *testing.T) {
 			t.Errorf("%s: JointSpar with budget 1 on one worker differs from plain training by %.3g", opt, d)
 		}
 		dp, _ := trainK(t, cfg, data, 2, func(c dist.Comm) train.Strategy { return train.NewDataParallel(c, train.DataParallelOptions{}) }, 0, "")
-		for _, o := range []sparse.Options{{Budget: 1}, {Budget: 1, PerWorker: true, Balanced: true}} {
+		for _, o := range []sparse.Options{{Budget: 1}, {Budget: 1, Balanced: true}} {
 			js2, _ := trainK(t, cfg, data, 2, jointspar(o), 0, "")
 			if d := nntest.MaxDiff(dp, js2); d > 1e-5 {
 				t.Errorf("%s: JointSpar (balanced %v) with budget 1 on two workers differs from data parallel by %.3g", opt, o.Balanced, d)
@@ -656,7 +654,7 @@ func TestBytesAndResume(t *testing.T) {
 	if dense.Sent < dense.DataParallelBytes {
 		t.Errorf("per-worker draws sent %d bytes, less than data parallel's %d: their all-reduce is dense", dense.Sent, dense.DataParallelBytes)
 	}
-	bal := sparse.Options{Budget: 0.5, Seed: 3, PerWorker: true, Balanced: true}
+	bal := sparse.Options{Budget: 0.5, Seed: 3, Balanced: true}
 	wholeBal, sparseBal := trainK(t, cfg, data, 2, jointspar(bal), 0, "")
 	if !(sparseBal.Sent > 0 && sparseBal.Sent < sparseBal.DataParallelBytes*3/4) {
 		t.Errorf("balanced draws sent %d bytes, data parallel %d: want under 3/4", sparseBal.Sent, sparseBal.DataParallelBytes)
