@@ -70,7 +70,8 @@ type Comm interface {
 	// Send delivers t to rank to, matched by a Recv there with the same tag.
 	// Messages between two ranks with one tag arrive in order.
 	Send(ctx context.Context, t *tensor.Tensor, to, tag int) error
-	// Recv fills t with the message from rank from carrying tag.
+	// Recv fills t with the message from rank from carrying tag. A
+	// message sent before its sender closed its Comm is still received.
 	Recv(ctx context.Context, t *tensor.Tensor, from, tag int) error
 
 	// NewGroup is called by every rank with the same sorted ranks; members

@@ -26,8 +26,9 @@ import (
 //
 // A collective abandoned by one rank (its context ended, or its Comm was
 // closed) breaks the communicator: every pending and later operation of the
-// others fails with an *OpError naming the rank that was missing or closed.
-// A Recv whose context ends only fails itself.
+// others fails with an *OpError naming the rank that was missing or closed,
+// except that a Recv still takes a message sent before the break. A Recv
+// whose context ends only fails itself.
 func NewLocal(k int) []Comm {
 	if k < 1 {
 		panic("dist: NewLocal: k < 1")
@@ -591,11 +592,7 @@ func (c *localComm) Recv(ctx context.Context, t *tensor.Tensor, from, tag int) e
 	defer cancel()
 	g := c.g
 	g.mu.Lock()
-	if g.failErr != nil {
-		err := c.fail("recv")
-		g.mu.Unlock()
-		return err
-	}
+	// A message sent before the group broke is still taken.
 	b := g.box(localMailKey{from, c.rank, tag})
 	w := &localRecv{t: t, done: make(chan struct{})}
 	if len(b.msgs) > 0 {
@@ -605,6 +602,11 @@ func (c *localComm) Recv(ctx context.Context, t *tensor.Tensor, from, tag int) e
 		g.mu.Unlock()
 		localDeliver(w, from, m.dt, m.n, m.data)
 		return w.err
+	}
+	if g.failErr != nil {
+		err := c.fail("recv")
+		g.mu.Unlock()
+		return err
 	}
 	b.recvs = append(b.recvs, w)
 	g.mu.Unlock()

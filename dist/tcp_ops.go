@@ -800,35 +800,29 @@ func (c *tcpComm) sendSelf(data []byte, dt uint8, count, tag int64) {
 	l.unexpected[tag] = append(l.unexpected[tag], m)
 }
 
-// Recv fills t with the next message from rank from carrying tag.
+// Recv fills t with the next message from rank from carrying tag. A
+// message that arrived before the world failed (a peer that sent and then
+// closed) is still taken.
 func (c *tcpComm) Recv(ctx context.Context, t *tensor.Tensor, from, tag int) error {
 	data, dt, count := tcpTensor("Recv", t)
 	o, done, err := c.p2p(ctx, "recv", from)
 	if err != nil {
+		if from >= 0 && from < len(c.ranks) && !c.closed.Load() {
+			if took, qerr := c.takeQueued(from, tag, data, dt, count, nil); took {
+				return qerr
+			}
+		}
 		return err
 	}
 	defer done()
-	p := c.self
-	if from != c.rank {
-		p = c.w.peers[c.ranks[from]]
-	}
-	l := c.lanes[from]
 	r := tcpRecvPool.Get().(*tcpRecv)
 	r.buf, r.dtype, r.count = data, dt, count
-	key := int64(tag)
-	p.mu.Lock()
-	if q := l.unexpected[key]; len(q) > 0 {
-		m := q[0]
-		copy(q, q[1:])
-		q[len(q)-1] = nil
-		if len(q) == 1 {
-			delete(l.unexpected, key)
-		} else {
-			l.unexpected[key] = q[:len(q)-1]
-		}
-		p.mu.Unlock()
-		err := tcpDeliver(r, m)
-		p.releaseMsg(m)
+	if took, err := c.takeQueued(from, tag, data, dt, count, r); took {
+		r.buf = nil
+		tcpRecvPool.Put(r)
+		return err
+	}
+	delivered := func(err error) error {
 		r.buf = nil
 		tcpRecvPool.Put(r)
 		if err != nil {
@@ -836,22 +830,22 @@ func (c *tcpComm) Recv(ctx context.Context, t *tensor.Tensor, from, tag int) err
 		}
 		return nil
 	}
-	l.posted[key] = append(l.posted[key], r)
-	p.mu.Unlock()
-
 	select {
 	case err := <-r.done:
-		r.buf = nil
-		tcpRecvPool.Put(r)
-		if err != nil {
-			return &OpError{Op: "recv", Rank: from, Err: err}
-		}
-		return nil
+		return delivered(err)
 	case <-c.w.dead:
+		// The reader hands over a message before it reads the frame
+		// that fails the world.
+		select {
+		case err := <-r.done:
+			return delivered(err)
+		default:
+		}
 		return o.failure()
 	case <-o.ctx.Done():
 	case <-o.tc:
 	}
+	p, l, key := c.peerOf(from), c.lanes[from], int64(tag)
 	timedOut := o.ctx.Err() == nil
 	p.mu.Lock()
 	q := l.posted[key]
@@ -874,6 +868,47 @@ func (c *tcpComm) Recv(ctx context.Context, t *tensor.Tensor, from, tag int) err
 		return o.timedOut(p.rank)
 	}
 	return o.cancelled(p.rank)
+}
+
+// takeQueued fills data with the oldest message from rank from carrying
+// tag that arrived before its Recv, if there is one, and reports whether
+// it did and the delivery's error. Otherwise it posts post, when not nil,
+// for the reader to fill, under the same lock so that no message slips
+// in between.
+func (c *tcpComm) takeQueued(from, tag int, data []byte, dt uint8, count int64, post *tcpRecv) (bool, error) {
+	p, l, key := c.peerOf(from), c.lanes[from], int64(tag)
+	p.mu.Lock()
+	q := l.unexpected[key]
+	if len(q) == 0 {
+		if post != nil {
+			l.posted[key] = append(l.posted[key], post)
+		}
+		p.mu.Unlock()
+		return false, nil
+	}
+	m := q[0]
+	copy(q, q[1:])
+	q[len(q)-1] = nil
+	if len(q) == 1 {
+		delete(l.unexpected, key)
+	} else {
+		l.unexpected[key] = q[:len(q)-1]
+	}
+	p.mu.Unlock()
+	err := tcpDeliver(&tcpRecv{buf: data, dtype: dt, count: count}, m)
+	p.releaseMsg(m)
+	if err != nil {
+		return true, &OpError{Op: "recv", Rank: from, Err: err}
+	}
+	return true, nil
+}
+
+// peerOf returns the peer behind member rank r (this rank's own for r).
+func (c *tcpComm) peerOf(r int) *tcpPeer {
+	if r == c.rank {
+		return c.self
+	}
+	return c.w.peers[c.ranks[r]]
 }
 
 // NewGroup returns the communicator of ranks (sorted, distinct) for its

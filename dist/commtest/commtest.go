@@ -21,7 +21,8 @@
 //     error on every rank (possibly only when its context ends) and does
 //     not panic;
 //   - after a rank's Close, the other ranks' pending and later operations
-//     fail with an *OpError whose Rank is the closed rank.
+//     fail with an *OpError whose Rank is the closed rank, except that a
+//     Recv still takes the messages that rank sent before it closed.
 //
 // With -short the suite uses fewer world sizes and lengths.
 package commtest

@@ -764,4 +764,82 @@ func (s *suite) close(t *testing.T) {
 		})
 		noErrors(t, "close", errs)
 	})
+	// A rank that sends and then closes has said what it sent: the
+	// messages are received, in order, and only the Recv after them
+	// fails, naming it (a peer that says goodbye and leaves).
+	t.Run("SentBeforeClose", func(t *testing.T) {
+		cs := s.comms(t, k)
+		const m = 3
+		sent := make(chan struct{})
+		errs := each(t, cs, func(ctx context.Context, r int, c dist.Comm) error {
+			switch r {
+			case closer:
+				for i := range m {
+					x := tensor.FromSlice([]float64{float64(i), -1, 2}, nil, tensor.Of(tensor.Float32))
+					err := c.Send(ctx, x, 0, 5)
+					x.Release()
+					if err != nil {
+						return err
+					}
+				}
+				err := c.Close()
+				close(sent)
+				return err
+			case 0:
+				<-sent
+				// Give a transport that learns of the close over the
+				// network time to learn it.
+				time.Sleep(200 * time.Millisecond)
+				for i := range m {
+					x := tensor.Zeros(tensor.Shape{3})
+					err := c.Recv(ctx, x, closer, 5)
+					got := read(x)
+					x.Release()
+					if err != nil {
+						return fmt.Errorf("message %d, sent before the close: %w", i, err)
+					}
+					if want := []float64{float64(i), -1, 2}; !slices.Equal(got, want) {
+						return fmt.Errorf("message %d: got %v, want %v", i, got, want)
+					}
+				}
+				x := tensor.Zeros(tensor.Shape{3})
+				defer x.Release()
+				wantClosed(t, "recv after the messages", r, c.Recv(ctx, x, closer, 5))
+			}
+			return nil
+		})
+		noErrors(t, "sent before close", errs)
+	})
+	// The same when the Recv was posted before the message came, the
+	// close right behind it: the message must win over the failure.
+	t.Run("PostedBeforeClose", func(t *testing.T) {
+		for range 10 {
+			cs := s.comms(t, k)
+			errs := each(t, cs, func(ctx context.Context, r int, c dist.Comm) error {
+				x := tensor.FromSlice([]float64{4, 5}, nil, tensor.Of(tensor.Float32))
+				defer x.Release()
+				switch r {
+				case closer:
+					time.Sleep(20 * time.Millisecond)
+					if err := c.Send(ctx, x, 0, 6); err != nil {
+						return err
+					}
+					return c.Close()
+				case 0:
+					x.Fill(0)
+					if err := c.Recv(ctx, x, closer, 6); err != nil {
+						return fmt.Errorf("message sent before the close: %w", err)
+					}
+					if got := read(x); !slices.Equal(got, []float64{4, 5}) {
+						return fmt.Errorf("got %v, want [4 5]", got)
+					}
+				}
+				return nil
+			})
+			noErrors(t, "posted before close", errs)
+			for _, c := range cs {
+				c.Close()
+			}
+		}
+	})
 }
