@@ -48,13 +48,18 @@ func fixed(args ...string) func(int) []string { return func(int) []string { retu
 // The learning rates of the grid: 0.05 for SGD (Nesterov momentum) — at
 // 8 workers × 128 images data parallel's batch is 1024, and flock train's
 // 0.15 for 4 workers diverges there on some seeds —, AdamW's usual 10⁻³,
-// and LARS's for JointSpar; QSR's α keeps α/η at the peak the same (4/3)
+// and LARS's, untuned for JointSpar's shared draws and tuned for LARS and
+// balanced draws; QSR's α keeps α/η at the peak the same (4/3)
 // for SGD and AdamW, so that H starts at Hbase in both.
 const (
 	sgdLR      = "0.05"
 	sgdAlpha   = "0.0667"
 	adamwLR    = "1e-3"
 	adamwAlpha = "1.33e-3"
+	// larsLR is the best of 4, 8, 16, 32, 48 and 64 for balanced draws
+	// and of 16, 32, 48 and 64 for data-parallel LARS, both with the
+	// trust ratio on every parameter, seed 1.
+	larsLR = "32"
 )
 
 // strategyGrid is every strategy of flock experiment strategies.
@@ -79,13 +84,15 @@ var strategyGrid = []gridStrategy{
 	{"swarm", "Swarm SGD, H = 2", fixed("--strategy", "swarm", "--topology", "full", "--local-steps", "2")},
 	{"swarm-q8", "Swarm SGD, H = 2, 8-bit", fixed("--strategy", "swarm", "--topology", "full", "--local-steps", "2", "--quant-bits", "8")},
 	{"jointspar-lars", "JointSpar-LARS, budget 0.5", fixed("--strategy", "jointspar", "--budget", "0.5", "--optimizer", "lars", "--lr", "1")},
+	{"lars", "Data parallel, LARS", fixed("--strategy", "dp", "--optimizer", "lars", "--lars-adapt-all", "--lr", larsLR)},
+	{"jointspar-balanced", "JointSpar-LARS, budget 0.5, balanced draws", fixed("--strategy", "jointspar", "--budget", "0.5", "--balanced-draws", "--optimizer", "lars", "--lars-adapt-all", "--lr", larsLR)},
 }
 
 // quickStrategies are the strategies of --quick: one of each
 // communication pattern, and a schedule whose H changes.
 var quickStrategies = []string{"dp", "local-h2", "local-qsr", "dmsgd-exp", "swarm"}
 
-// The defaults of the full grid: about 15 minutes on two idle cores, well
+// The defaults of the full grid: about 17 minutes on two idle cores, well
 // inside the 90 that a full grid may take (see experimentHelp).
 const (
 	expDefaultEpochs = 3
@@ -148,19 +155,20 @@ figures acc_bytes.svg, acc_time.svg, curves.svg and h.svg.
 The grid (flags added to each run's):
 `)
 	for _, s := range strategyGrid {
-		fmt.Fprintf(w, "  %-15s %s\n", s.name, strings.Join(s.args(expDefaultEpochs), " "))
+		fmt.Fprintf(w, "  %-19s %s\n", s.name, strings.Join(s.args(expDefaultEpochs), " "))
 	}
 	fmt.Fprintf(w, `
 Every run: --model MODEL --workers K --epochs E --batch-size B --seed S
 --eval-every 1 --lr 0.05 (a strategy's own --lr overrides it), otherwise
-flock train's defaults (Nesterov SGD, cosine schedule). The defaults, 16 strategies × 3 seeds × %d epochs of the
-CNN on 8 workers, take about 15 minutes on two idle cores; ResNet-20's
+flock train's defaults (Nesterov SGD, cosine schedule). The defaults, %d strategies × 3 seeds × %d epochs of the
+CNN on 8 workers, take about 17 minutes on two idle cores; ResNet-20's
 steps cost many times more.
 
 Projection: a run of S steps with N synchronizations costs
 S·t_step + N·T_sync on P nodes, where T_sync is a ring (or halving-doubling)
 all-reduce of the bytes each synchronization reduced for dp, local, diloco
-and jointspar; a model sent to each out-neighbour of the run's graph on P
+and jointspar (for balanced draws, whose holders exchange point to point,
+the all-reduce that would send what the run sent); a model sent to each out-neighbour of the run's graph on P
 nodes for dmsgd; one pairwise swap of what an interaction sent for swarm.
 t_step is --step-time, or else measured: the run's wall time less its
 evaluations and the time it waited on communication, per step, times the share of this machine's
@@ -168,7 +176,7 @@ cores each of the K·jobs workers had (min(1, cores/(K·jobs))), that is the
 step of one worker with the machine to itself.
 
 Networks (--network):
-`, expDefaultEpochs)
+`, len(strategyGrid), expDefaultEpochs)
 	for _, n := range netmodel.Presets {
 		fmt.Fprintf(w, "  %-6s α = %g s, β = %g B/s, %s all-reduce\n", n.Name, n.Latency, n.Bandwidth, n.AllReduce)
 	}
@@ -247,7 +255,7 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 			if _, ok := done[r.ID]; ok {
 				mark = "✓ "
 			}
-			fmt.Fprintf(stdout, "%s%-22s flock train %s\n", mark, r.ID, strings.Join(r.Args, " "))
+			fmt.Fprintf(stdout, "%s%-26s flock train %s\n", mark, r.ID, strings.Join(r.Args, " "))
 		}
 		fmt.Fprintf(stdout, "%d runs, %d done in %s\n", len(runs), countDone(runs, done), path)
 		return exitOK
@@ -711,7 +719,7 @@ func (p *gridProgress) end(r gridRun, rec *runRecord) {
 	p.done++
 	p.finished++
 	p.spent += time.Since(began)
-	p.draw(fmt.Sprintf("%-22s test acc %6.2f%%  sent %-10s  %s", r.ID, 100*rec.TestAcc, byteSize(rec.Comm.Sent), seconds(rec.Wall)))
+	p.draw(fmt.Sprintf("%-26s test acc %6.2f%%  sent %-10s  %s", r.ID, 100*rec.TestAcc, byteSize(rec.Comm.Sent), seconds(rec.Wall)))
 }
 
 // eta is the time left: the runs left at the mean time of those finished,

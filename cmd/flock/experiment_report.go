@@ -71,7 +71,8 @@ func projectRuns(recs []runRecord, net netmodel.Network, p int, stepTime float64
 			w.Pattern, w.Bytes = netmodel.Pairwise, perSync
 		default:
 			// A ring all-reduce of n bytes sends 2(K−1)/K · n from each
-			// of the run's K workers.
+			// of the run's K workers (JointSpar's balanced draws, sent
+			// point to point, count as the all-reduce sending as much).
 			w.Pattern = netmodel.AllReduce
 			w.Bytes = perSync / (2 * float64(r.Workers-1) / float64(r.Workers))
 		}
@@ -310,7 +311,7 @@ type pointErrors struct {
 func (p pointErrors) YError(i int) (float64, float64) { return p.err[i], p.err[i] }
 
 // save draws f as an SVG file at path: 7 × 4.5 inches of plot and a
-// column of legend to its right.
+// column of legend to its right, 2.6 inches wide or as its labels need.
 func (f figure) save(path string) error {
 	p := plot.New()
 	p.Title.Text = f.title
@@ -368,7 +369,9 @@ func (f figure) save(path string) error {
 	if f.logY {
 		p.Y.Min, p.Y.Max = p.Y.Min/1.2, p.Y.Max*1.2
 	}
-	const plotW, legendW, h = 7 * vg.Inch, 2.6 * vg.Inch, 4.5 * vg.Inch
+	// The legend's column is as wide as its longest label needs.
+	const plotW, h = 7 * vg.Inch, 4.5 * vg.Inch
+	legendW := max(2.6*vg.Inch, legend.Rectangle(draw.Canvas{}).Size().X+vg.Points(12))
 	c := vgsvg.New(plotW+legendW, h)
 	dc := draw.New(c)
 	dc.SetColor(color.White)

@@ -7,8 +7,14 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
 
 	"github.com/flockml/flock/netmodel"
 	"github.com/flockml/flock/nn"
@@ -158,7 +164,7 @@ func TestExperimentDryRun(t *testing.T) {
 		lines int
 		has   string
 	}{
-		{nil, 3 * len(strategyGrid), "dmsgd-one-peer/seed3   flock train --model cnn --workers 8 --epochs 3"},
+		{nil, 3 * len(strategyGrid), "jointspar-balanced/seed3   flock train --model cnn --workers 8 --epochs 3"},
 		{[]string{"--quick"}, len(quickStrategies), "--workers 2 --epochs 1 --batch-size 128 --seed 1 --eval-every 1 --log-every 0 --lr 0.05 --train-images 2048 --strategy dp"},
 		{[]string{"--model", "resnet20", "--seeds", "4", "--strategies", "jointspar-lars,swarm-q8"}, 2, "--model resnet20"},
 	} {
@@ -287,10 +293,49 @@ func TestGridProgress(t *testing.T) {
 		p.end(r, &runRecord{TestAcc: 0.875, Comm: train.CommStats{Sent: 3 << 20}})
 		p.finish()
 		out := b.String()
-		for _, want := range []string{"1 of 4 runs already done", "dp/seed2               test acc  87.50%  sent 3.0 MiB", "runs 2/4 done, 0 running, ETA ", "runs 2/4 done\n"} {
+		for _, want := range []string{"1 of 4 runs already done", "dp/seed2                   test acc  87.50%  sent 3.0 MiB", "runs 2/4 done, 0 running, ETA ", "runs 2/4 done\n"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("terminal %v: no %q in\n%q", terminal, want, out)
 			}
 		}
+	}
+}
+
+// TestFigureLegendFits widens the legend's column for a label longer than
+// its default width holds, so that no label is cut at the figure's edge.
+func TestFigureLegendFits(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	width := func(label string) float64 {
+		t.Helper()
+		f := figure{title: "t", x: "x", y: "y", series: []series{{label: label, xys: plotter.XYs{{X: 1, Y: 2}}}}}
+		path := filepath.Join(dir, "f.svg")
+		if err := f.save(path); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(`<svg width="([0-9.]+)pt"`).FindSubmatch(b)
+		if m == nil {
+			t.Fatalf("no width in %.200s", b)
+		}
+		w, err := strconv.ParseFloat(string(m[1]), 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	short := width("Data parallel")
+	if want := 72 * (7 + 2.6); math.Abs(short-want) > 0.5 {
+		t.Errorf("short label: width %v pt, want the default %v", short, want)
+	}
+	long := strings.Repeat("JointSpar-LARS, balanced draws ", 3)
+	sty := plot.NewLegend().TextStyle
+	sty.Font.Size = vg.Points(10)
+	need := float64(sty.Width(long))
+	if got := width(long); got < 72*7+need {
+		t.Errorf("long label: width %v pt, want at least the plot's %v and the label's %v", got, 72*7, need)
 	}
 }
