@@ -851,15 +851,21 @@ func (p *tcpPeer) startMsg(h tcpHeader) (*tcpRecv, *tcpMsg) {
 	return nil, &tcpMsg{dtype: h.dtype, count: h.count}
 }
 
-func tcpPopRecv(l *tcpLane, tag int64) {
-	q := l.posted[tag]
+func tcpPopRecv(l *tcpLane, tag int64) { popFront(l.posted, tag) }
+
+// popFront removes and returns the first element of the non-empty queue
+// of key, deleting the queue once empty.
+func popFront[T any](queues map[int64][]*T, key int64) *T {
+	q := queues[key]
+	x := q[0]
 	copy(q, q[1:])
 	q[len(q)-1] = nil
 	if len(q) == 1 {
-		delete(l.posted, tag)
+		delete(queues, key)
 	} else {
-		l.posted[tag] = q[:len(q)-1]
+		queues[key] = q[:len(q)-1]
 	}
+	return x
 }
 
 // finishMsg completes a received message: it wakes the Recv it was read

@@ -878,22 +878,14 @@ func (c *tcpComm) Recv(ctx context.Context, t *tensor.Tensor, from, tag int) err
 func (c *tcpComm) takeQueued(from, tag int, data []byte, dt uint8, count int64, post *tcpRecv) (bool, error) {
 	p, l, key := c.peerOf(from), c.lanes[from], int64(tag)
 	p.mu.Lock()
-	q := l.unexpected[key]
-	if len(q) == 0 {
+	if len(l.unexpected[key]) == 0 {
 		if post != nil {
 			l.posted[key] = append(l.posted[key], post)
 		}
 		p.mu.Unlock()
 		return false, nil
 	}
-	m := q[0]
-	copy(q, q[1:])
-	q[len(q)-1] = nil
-	if len(q) == 1 {
-		delete(l.unexpected, key)
-	} else {
-		l.unexpected[key] = q[:len(q)-1]
-	}
+	m := popFront(l.unexpected, key)
 	p.mu.Unlock()
 	err := tcpDeliver(&tcpRecv{buf: data, dtype: dt, count: count}, m)
 	p.releaseMsg(m)
