@@ -168,8 +168,9 @@ Projection: a run of S steps with N synchronizations costs
 S·t_step + N·T_sync on P nodes, where T_sync is a ring (or halving-doubling)
 all-reduce of the bytes each synchronization reduced for dp, local, diloco
 and jointspar (for balanced draws, whose holders exchange point to point,
-the all-reduce that would send what the run sent); a model sent to each out-neighbour of the run's graph on P
-nodes for dmsgd; one pairwise swap of what an interaction sent for swarm.
+the all-reduce that would send what the run sent); a model sent to each
+out-neighbour of the run's graph on P nodes for dmsgd; one pairwise swap
+of what an interaction sent for swarm.
 t_step is --step-time, or else measured: the run's wall time less its
 evaluations and the time it waited on communication, per step, times the share of this machine's
 cores each of the K·jobs workers had (min(1, cores/(K·jobs))), that is the
