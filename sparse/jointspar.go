@@ -502,26 +502,6 @@ func (j *JointSpar) balancedAverage(o optim.Optimizer) error {
 			b.Release()
 		}
 	}()
-	// buffer returns a buffer for cs, filled from flat when pack is set.
-	buffer := func(cs []chunk, pack bool) *tensor.Tensor {
-		n := 0
-		for _, c := range cs {
-			n += c.hi - c.lo
-		}
-		b := tensor.Empty(tensor.Shape{n}, dt, dev)
-		bufs = append(bufs, b)
-		if pack {
-			at := 0
-			for _, c := range cs {
-				dst, src := b.Slice(0, at, at+c.hi-c.lo), j.flat.Slice(0, c.lo, c.hi)
-				dst.CopyFrom(src)
-				dst.Release()
-				src.Release()
-				at += c.hi - c.lo
-			}
-		}
-		return b
-	}
 	// each calls fn with every chunk of cs: its part of flat and of b.
 	each := func(b *tensor.Tensor, cs []chunk, fn func(part, in *tensor.Tensor)) {
 		at := 0
@@ -532,6 +512,19 @@ func (j *JointSpar) balancedAverage(o optim.Optimizer) error {
 			in.Release()
 			at += c.hi - c.lo
 		}
+	}
+	// buffer returns a buffer for cs, filled from flat when pack is set.
+	buffer := func(cs []chunk, pack bool) *tensor.Tensor {
+		n := 0
+		for _, c := range cs {
+			n += c.hi - c.lo
+		}
+		b := tensor.Empty(tensor.Shape{n}, dt, dev)
+		bufs = append(bufs, b)
+		if pack {
+			each(b, cs, func(part, in *tensor.Tensor) { in.CopyFrom(part) })
+		}
+		return b
 	}
 	// round sends out(w) to every worker w for which it is not nil,
 	// receives in[w] from every worker w ≠ me for which it is not empty,
