@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flockml/flock/dist"
+	"github.com/flockml/flock/nn"
 	"github.com/flockml/flock/optim"
 	"github.com/flockml/flock/tensor"
 	"github.com/flockml/flock/train"
@@ -112,10 +113,10 @@ type SwarmOptions struct {
 // partner), Sent and Received the messages' bytes (an 8-byte header each,
 // and a model at full precision or Quantizer.EncodedSize), Blocked the
 // time spent in interactions — waiting, encoding, decoding and averaging
-// — and Compute the time between them. Consensus is the mean pair
-// distance ‖X_i − X_j‖ / ‖X_i‖ seen at this worker's interactions since the
-// last record: the models' spread as the pairs see it, without a global
-// collective.
+// — and Compute the time between them. PairDistance is the mean pair
+// distance ‖X_i − X_j‖ / ‖X_i‖ seen at this worker's interactions: the
+// models' spread as the pairs see it, without a global collective (it is
+// not the consensus distance that the other strategies report).
 //
 // Evaluation sees the evaluating worker's own model: Swarm has no moment
 // at which the workers could be averaged. Checkpoints are not supported:
@@ -129,7 +130,9 @@ type Swarm struct {
 
 	optName   string
 	gradBytes int64
-	flatModel
+	// The parameters, end to end in host memory (x is its slice): the
+	// pairs' Comms are TCP ones.
+	*train.FlatParams
 	x     []float32 // flat's elements
 	ref   []float32 // the model right after this worker's last interaction
 	qz    Quantizer // Scale set per message
@@ -322,7 +325,7 @@ func (w *Swarm) edges() [][2]int {
 // buffers to the other workers, lays the parameters out in one buffer and
 // opens a Comm per neighbour (dist.Pairs).
 func (w *Swarm) Setup(s *train.StepContext) error {
-	if w.flat != nil {
+	if w.FlatParams != nil {
 		return errors.New("swarm: Setup called twice")
 	}
 	if s.Step != 0 {
@@ -330,10 +333,11 @@ func (w *Swarm) Setup(s *train.StepContext) error {
 	}
 	w.optName = optim.Name(s.Optimizer)
 	var err error
-	if w.gradBytes, err = w.collect(s.Params, "swarm"); err != nil {
-		return err
+	var params []nn.NamedParameter
+	if params, w.gradBytes, err = train.Trainable(s.Params); err != nil {
+		return fmt.Errorf("swarm: %w", err)
 	}
-	if dt := w.params[0].Param.Value.DType(); dt != tensor.Float32 {
+	if dt := params[0].Param.Value.DType(); dt != tensor.Float32 {
 		return fmt.Errorf("swarm: parameters are %v; Swarm exchanges float32 models", dt)
 	}
 	meter := dist.NewMeter(w.comm)
@@ -345,10 +349,10 @@ func (w *Swarm) Setup(s *train.StepContext) error {
 	w.st.setup = meter.Traffic()
 	// The pairs' Comms are TCP ones and Swarm works on flat as a Go
 	// slice: flat lives in host memory.
-	if _, err := w.flatModel.layout(nil, "swarm"); err != nil {
-		return err
+	if w.FlatParams, err = train.NewFlatParams(nil, params, nil, 0); err != nil {
+		return fmt.Errorf("swarm: %w", err)
 	}
-	x, ok := tensor.HostFloat32s(w.flat)
+	x, ok := tensor.HostFloat32s(w.Flat)
 	if !ok {
 		return errors.New("swarm: the parameters' buffer is not host float32")
 	}
@@ -622,7 +626,7 @@ func (w *Swarm) AfterBackward(*train.StepContext) error { return nil }
 // that arrived during the step, and after the round's local steps starts
 // an interaction (and, blocking, waits for its answer).
 func (w *Swarm) AfterStep(s *train.StepContext) error {
-	if w.flat == nil {
+	if w.FlatParams == nil {
 		return errors.New("swarm: AfterStep before Setup")
 	}
 	now := time.Now()
@@ -634,8 +638,8 @@ func (w *Swarm) AfterStep(s *train.StepContext) error {
 	w.st.dpBytes += dist.AllReduceBytes(w.gradBytes, w.comm.Size())
 	w.since++
 	last := s.Step+1 >= s.TotalSteps
-	w.gather()
-	defer w.scatter()
+	w.Gather()
+	defer w.Scatter()
 	var err error
 	if w.opt.Sequential {
 		err = w.sequentialStep(s)
@@ -1058,7 +1062,7 @@ func (w *Swarm) stats() train.CommStats {
 		DataParallelBytes: w.st.dpBytes,
 	}
 	if w.st.distN > 0 {
-		c.Consensus = w.st.distSum / float64(w.st.distN)
+		c.PairDistance = w.st.distSum / float64(w.st.distN)
 	}
 	return c
 }
@@ -1096,6 +1100,8 @@ func (w *Swarm) Close() {
 		}
 	}
 	w.closePairs()
-	w.release()
+	if w.FlatParams != nil {
+		w.FlatParams.Release()
+	}
 	w.x = nil
 }

@@ -174,6 +174,11 @@ func TestSwarmKeepsSumAndConverges(t *testing.T) {
 				if st.Syncs == 0 || st.Sent == 0 || st.Received == 0 {
 					t.Fatalf("rank %d: stats %+v", r, st)
 				}
+				// The pairs' spread is not a consensus distance: no
+				// collective measures one.
+				if st.Consensus != 0 || !(st.PairDistance > 0) {
+					t.Fatalf("rank %d: consensus %v, pair distance %v: want 0 and > 0", r, st.Consensus, st.PairDistance)
+				}
 				if l := w.w.Lost(); len(l) > 0 {
 					t.Fatalf("rank %d lost partners %v", r, l)
 				}

@@ -112,7 +112,7 @@ func (d *DiLoCo) Setup(s *train.StepContext) error {
 		d.loadPrev, d.loadMom = nil, nil
 		return nil
 	}
-	d.gather(d.avg)
+	d.fp.Gather()
 	d.prev.CopyFrom(d.flat)
 	return nil
 }
@@ -140,28 +140,24 @@ func (d *DiLoCo) AfterStep(s *train.StepContext) error {
 // outerStep averages the pseudo-gradients, steps θ_prev and puts it in the
 // parameters; it returns this worker's consensus distance.
 func (d *DiLoCo) outerStep(s *train.StepContext) (float64, error) {
-	start := time.Now()
-	defer func() { d.blocked += time.Since(start) }()
-	d.gather(d.avg)
-	d.sampleParams()
-	// flat ← Δ_k = θ_prev − θ_k, then its mean over the workers; the last
-	// two elements carry the previous synchronization's consensus distance
-	// and the interruption, and are 0 in Δ, θ_prev and the momentum.
+	defer d.Block(time.Now())
+	d.fp.Gather()
+	d.mine = d.sample.Read(d.flat)
 	d.flat.MulScalarInPlace(-1)
 	d.flat.AddInPlace(d.prev)
-	d.sendSlots(s)
-	if err := d.collective("all-reduce", func(ctx context.Context) error {
-		return d.meter.AllReduce(ctx, d.flat, dist.Avg)
+	d.ConsensusSlotsTensor(s, d.slots)
+	if err := d.Collective("all-reduce", func(ctx context.Context) error {
+		return d.Meter.AllReduce(ctx, d.flat, dist.Avg)
 	}); err != nil {
 		return 0, err
 	}
-	d.receiveSlots(s)
+	d.TakeSlotsTensor(s, d.slots)
 	d.slots.Fill(0)
 	// The consensus distance compares θ_k with θ̄ = θ_prev − Δ.
 	d.delta.CopyFrom(d.flat)
 	d.flat.MulScalarInPlace(-1)
 	d.flat.AddInPlace(d.prev)
-	cd := d.distance()
+	cd := d.sample.Distance(d.mine, d.sample.Read(d.flat))
 	step := d.delta
 	if mu := d.outer.Momentum; mu > 0 {
 		if !d.hasMom {
@@ -179,7 +175,7 @@ func (d *DiLoCo) outerStep(s *train.StepContext) (float64, error) {
 	}
 	d.prev.AddScaledInPlace(-d.outer.LR, step)
 	d.flat.CopyFrom(d.prev)
-	d.scatter(d.avg)
+	d.fp.Scatter()
 	return cd, nil
 }
 

@@ -79,10 +79,8 @@ type layer struct {
 // ratio is LARS's, and the update it scales is rescaled by 1/p_ℓ (the
 // biases' and normalisation parameters' updates are not rescaled).
 type JointSpar struct {
-	comm  dist.Comm
-	meter *dist.Meter
-	ctx   context.Context
-	opt   Options
+	*train.CommAccount
+	opt Options
 
 	layers []layer
 	norms  []float64
@@ -94,12 +92,9 @@ type JointSpar struct {
 	flat    *tensor.Tensor // every layer's gradient end to end, then one count per layer
 	total   int            // gradient elements
 
-	setup     dist.Traffic
-	blocked   time.Duration
+	// compute and layersSum are checkpointed with the account.
 	compute   time.Duration
-	steps     int64
 	layersSum int64
-	dpBytes   int64
 	stepStart time.Time
 }
 
@@ -131,11 +126,7 @@ func New(c dist.Comm, opt Options) (*JointSpar, error) {
 	if !(opt.Budget > 0 && opt.Budget <= 1) || !(opt.PMin > 0 && opt.PMin <= opt.Budget) || !(opt.Decay > 0 && opt.Decay < 1) {
 		return nil, fmt.Errorf("jointspar: budget %v, p_min %v, decay %v: want 0 < p_min ≤ budget ≤ 1 and 0 < decay < 1", opt.Budget, opt.PMin, opt.Decay)
 	}
-	ctx := opt.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	return &JointSpar{comm: c, meter: dist.NewMeter(c), ctx: ctx, opt: opt}, nil
+	return &JointSpar{CommAccount: train.NewCommAccount(c, opt.Context, "jointspar"), opt: opt}, nil
 }
 
 // String names the strategy.
@@ -197,21 +188,10 @@ func (j *JointSpar) Setup(s *train.StepContext) error {
 		return fmt.Errorf("jointspar: the checkpoint has norms of %d layers, this model %d", len(j.norms), len(j.layers))
 	}
 	dt := j.layers[0].params[0].Value.DType()
-	j.flat = tensor.Zeros(tensor.Shape{j.total + len(j.layers)}, tensor.Of(dt), tensor.On(dist.DeviceOf(j.comm)))
-	if err := j.collective("broadcast model", func(ctx context.Context) error { return train.BroadcastModel(ctx, j.meter, s) }); err != nil {
-		return err
-	}
-	j.setup = j.meter.Traffic()
-	return nil
-}
-
-func (j *JointSpar) collective(what string, op func(ctx context.Context) error) error {
-	ctx, cancel := dist.WithDefaultTimeout(j.ctx, dist.DefaultTimeout)
-	defer cancel()
-	if err := op(ctx); err != nil {
-		return fmt.Errorf("jointspar: %s: %w", what, err)
-	}
-	return nil
+	j.flat = tensor.Zeros(tensor.Shape{j.total + len(j.layers)}, tensor.Of(dt), tensor.On(dist.DeviceOf(j.Comm())))
+	// The workers' models are equal at every step: a resumed run
+	// broadcasts rank 0's too.
+	return j.StartModel(s, true)
 }
 
 // BeforeStep implements train.StepPreparer: it computes this step's
@@ -226,14 +206,14 @@ func (j *JointSpar) BeforeStep(s *train.StepContext) error {
 	case j.opt.Balanced:
 		// One deal for all the workers, from a stream of its own.
 		r := rand.New(rand.NewPCG(j.opt.Seed, uint64(s.Step)|1<<62))
-		j.holders = balancedDraw(r, j.p, j.comm.Size())
+		j.holders = balancedDraw(r, j.p, j.Meter.Size())
 		for i, h := range j.holders {
-			j.mask[i] = slices.Contains(h, j.comm.Rank())
+			j.mask[i] = slices.Contains(h, j.Meter.Rank())
 		}
 	default:
 		stream := uint64(s.Step)
 		if j.opt.PerWorker {
-			stream |= uint64(j.comm.Rank()+1) << 40
+			stream |= uint64(j.Meter.Rank()+1) << 40
 		}
 		r := rand.New(rand.NewPCG(j.opt.Seed, stream))
 		for i := range j.layers {
@@ -285,9 +265,8 @@ func (j *JointSpar) AfterBackward(s *train.StepContext) error {
 		return errors.New("jointspar: AfterBackward before Setup and BeforeStep")
 	}
 	j.compute += time.Since(j.stepStart)
-	j.dpBytes += dist.AllReduceBytes(int64(j.total*j.flat.DType().Size()), j.comm.Size())
-	start := time.Now()
-	defer func() { j.blocked += time.Since(start) }()
+	j.Stepped(int64(j.total * j.flat.DType().Size()))
+	defer j.Block(time.Now())
 	for i, m := range j.mask {
 		if !m {
 			continue
@@ -312,9 +291,9 @@ func (j *JointSpar) AfterBackward(s *train.StepContext) error {
 		part.CopyFrom(v.Grad())
 		n += part.NumElements()
 	})
-	if n > 0 && j.comm.Size() > 1 {
+	if n > 0 && j.Meter.Size() > 1 {
 		head := j.flat.Slice(0, 0, n)
-		err := j.collective("all-reduce", func(ctx context.Context) error { return j.meter.AllReduce(ctx, head, dist.Avg) })
+		err := j.Collective("all-reduce", func(ctx context.Context) error { return j.Meter.AllReduce(ctx, head, dist.Avg) })
 		head.Release()
 		if err != nil {
 			return err
@@ -376,8 +355,8 @@ func (j *JointSpar) denseAverage(o optim.Optimizer) error {
 	counts.CopyFrom(cc)
 	c.Release()
 	cc.Release()
-	if j.comm.Size() > 1 {
-		if err := j.collective("all-reduce", func(ctx context.Context) error { return j.meter.AllReduce(ctx, j.flat, dist.Avg) }); err != nil {
+	if j.Meter.Size() > 1 {
+		if err := j.Collective("all-reduce", func(ctx context.Context) error { return j.Meter.AllReduce(ctx, j.flat, dist.Avg) }); err != nil {
 			return err
 		}
 	}
@@ -466,7 +445,7 @@ const (
 // one, the chunks end to end in layer order. The layer's update is then
 // scaled by (n/K)/p_ℓ, whose mean is 1.
 func (j *JointSpar) balancedAverage(o optim.Optimizer) error {
-	K, me := j.comm.Size(), j.comm.Rank()
+	K, me := j.Meter.Size(), j.Meter.Rank()
 	type chunk struct{ layer, lo, hi int } // elements [lo, hi) of flat
 	owned := make([][]chunk, K)            // by owner
 	from := make([][]chunk, K)             // what each worker sends me to reduce
@@ -494,7 +473,7 @@ func (j *JointSpar) balancedAverage(o optim.Optimizer) error {
 		off += l.size
 	}
 	j.packDrawn(false)
-	dev := tensor.On(dist.DeviceOf(j.comm))
+	dev := tensor.On(dist.DeviceOf(j.Comm()))
 	dt := tensor.Of(j.flat.DType())
 	var bufs []*tensor.Tensor
 	defer func() {
@@ -544,7 +523,7 @@ func (j *JointSpar) balancedAverage(o optim.Optimizer) error {
 				recvs = append(recvs, dist.Message{Peer: w, T: got[w], Tag: tag})
 			}
 		}
-		err := j.collective(what, func(ctx context.Context) error { return dist.Exchange(ctx, j.meter, sends, recvs) })
+		err := j.Collective(what, func(ctx context.Context) error { return dist.Exchange(ctx, j.Meter, sends, recvs) })
 		if err != nil {
 			return err
 		}
@@ -630,35 +609,34 @@ func (j *JointSpar) AfterStep(s *train.StepContext) error {
 			}
 		}
 	}
-	j.steps++
+	j.Synced()
 	return nil
 }
 
-// CommStats implements train.CommReporter.
+// CommStats implements train.CommReporter: the account's counts, the
+// layers computed per step and the time spent computing.
 func (j *JointSpar) CommStats() train.CommStats {
-	tr := j.meter.Traffic().Sub(j.setup)
-	st := train.CommStats{
-		Sent: tr.Sent, Received: tr.Received, Collectives: tr.Ops,
-		Blocked: j.blocked.Seconds(), Syncs: j.steps,
-		SetupBytes:        j.setup.Sent + j.setup.Received,
-		DataParallelBytes: j.dpBytes,
-		Compute:           j.compute.Seconds(),
-	}
-	if j.steps > 0 {
-		st.LayersPerStep = float64(j.layersSum) / float64(j.steps)
+	st := j.CommAccount.CommStats()
+	st.Compute = j.compute.Seconds()
+	if st.Syncs > 0 {
+		st.LayersPerStep = float64(j.layersSum) / float64(st.Syncs)
 	}
 	return st
 }
 
 // State implements train.Stateful: the norm estimates (the draws are a
-// function of the step).
+// function of the step) and the accounting.
 func (j *JointSpar) State() (map[string]*tensor.Tensor, map[string]string) {
 	known := make([]string, len(j.known))
 	for i, k := range j.known {
 		known[i] = strconv.FormatBool(k)
 	}
-	return map[string]*tensor.Tensor{"norms": tensor.FromSlice(append([]float64(nil), j.norms...), tensor.Shape{len(j.norms)})},
-		map[string]string{"known": strings.Join(known, ","), "budget": strconv.FormatFloat(j.opt.Budget, 'g', -1, 64)}
+	sc := j.CommAccount.State()
+	sc["known"] = strings.Join(known, ",")
+	sc["budget"] = strconv.FormatFloat(j.opt.Budget, 'g', -1, 64)
+	sc["layers_sum"] = strconv.FormatInt(j.layersSum, 10)
+	sc["compute_ns"] = strconv.FormatInt(int64(j.compute), 10)
+	return map[string]*tensor.Tensor{"norms": tensor.FromSlice(append([]float64(nil), j.norms...), tensor.Shape{len(j.norms)})}, sc
 }
 
 // LoadState implements train.Stateful. It runs before Setup.
@@ -684,7 +662,18 @@ func (j *JointSpar) LoadState(ts map[string]*tensor.Tensor, sc map[string]string
 		known[i] = b
 	}
 	j.norms, j.known = norms, known
-	return nil
+	if sc["syncs"] == "" {
+		// A checkpoint written before the accounting was kept: its
+		// counts start again from zero.
+		return nil
+	}
+	layers, e1 := strconv.ParseInt(sc["layers_sum"], 10, 64)
+	compute, e2 := strconv.ParseInt(sc["compute_ns"], 10, 64)
+	if err := errors.Join(e1, e2); err != nil {
+		return fmt.Errorf("jointspar: state: %w", err)
+	}
+	j.layersSum, j.compute = layers, time.Duration(compute)
+	return j.CommAccount.LoadState(sc)
 }
 
 // Close frees the strategy's buffer and switches every layer's gradient

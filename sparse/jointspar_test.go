@@ -662,10 +662,16 @@ func TestBytesAndResume(t *testing.T) {
 	for _, c := range []struct {
 		opt   sparse.Options
 		whole map[string][]float32
-	}{{opt, whole}, {bal, wholeBal}} {
-		parts, _ := trainK(t, cfg, data, 2, jointspar(c.opt), 5, filepath.Join(t.TempDir(), "js.ckpt"))
+		st    train.CommStats
+	}{{opt, whole, st}, {bal, wholeBal, sparseBal}} {
+		parts, pst := trainK(t, cfg, data, 2, jointspar(c.opt), 5, filepath.Join(t.TempDir(), "js.ckpt"))
 		if d := nntest.MaxDiff(c.whole, parts); d != 0 {
 			t.Errorf("balanced %v: resumed run differs by %.3g", c.opt.Balanced, d)
+		}
+		// The counts go on across the resume.
+		if pst.Sent != c.st.Sent || pst.Received != c.st.Received || pst.Collectives != c.st.Collectives ||
+			pst.Syncs != c.st.Syncs || pst.DataParallelBytes != c.st.DataParallelBytes || pst.LayersPerStep != c.st.LayersPerStep {
+			t.Errorf("balanced %v: resumed run's counts %+v, uninterrupted %+v", c.opt.Balanced, pst, c.st)
 		}
 	}
 }

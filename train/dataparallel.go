@@ -61,9 +61,7 @@ type DataParallelOptions struct {
 // A DataParallel serves one Trainer; Close stops its queue and frees its
 // buffers (the Comm stays open, owned by the caller).
 type DataParallel struct {
-	comm        dist.Comm
-	meter       *dist.Meter
-	ctx         context.Context
+	*CommAccount
 	bucketBytes int
 
 	q       *dist.Queue
@@ -72,12 +70,6 @@ type DataParallel struct {
 	next    int   // first bucket not launched this step
 	hookErr error // first misuse seen by a hook this step
 	closed  bool
-
-	// setup is the traffic of Setup; blocked the time AfterBackward waited
-	// for all-reduces; steps the number of steps averaged.
-	setup   dist.Traffic
-	blocked time.Duration
-	steps   int64
 }
 
 // dpSlot is a parameter's place in its bucket.
@@ -108,31 +100,20 @@ func NewDataParallel(c dist.Comm, opts DataParallelOptions) *DataParallel {
 	if c == nil {
 		panic("train: NewDataParallel with a nil Comm")
 	}
-	ctx := opts.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	bb := opts.BucketBytes
 	if bb <= 0 {
 		bb = DefaultBucketBytes
 	}
-	return &DataParallel{comm: c, meter: dist.NewMeter(c), ctx: ctx, bucketBytes: bb}
+	return &DataParallel{CommAccount: NewCommAccount(c, opts.Context, "data parallel"), bucketBytes: bb}
 }
 
-// CommStats implements CommReporter. The counts restart when a run resumes
-// from a checkpoint.
+// CommStats implements CommReporter: what data parallelism would send is
+// what it sent. The counts restart when a run resumes from a checkpoint.
 func (d *DataParallel) CommStats() CommStats {
-	tr := d.meter.Traffic().Sub(d.setup)
-	return CommStats{
-		Sent: tr.Sent, Received: tr.Received, Collectives: tr.Ops,
-		Blocked: d.blocked.Seconds(), Syncs: d.steps,
-		SetupBytes:        d.setup.Sent + d.setup.Received,
-		DataParallelBytes: tr.Sent,
-	}
+	st := d.CommAccount.CommStats()
+	st.DataParallelBytes = st.Sent
+	return st
 }
-
-// Comm returns the communicator the strategy works over.
-func (d *DataParallel) Comm() dist.Comm { return d.comm }
 
 // Buckets returns the names of the parameters of each bucket, in launch
 // order (nil before Setup).
@@ -162,8 +143,8 @@ func (d *DataParallel) Setup(s *StepContext) error {
 			bufs = append(bufs, namedTensor{b.Name, b.Buffer})
 		}
 	}
-	if err := d.collective("check parameters", func(ctx context.Context) error {
-		return checkSameModel(ctx, d.meter, s, bufs)
+	if err := d.Collective("check parameters", func(ctx context.Context) error {
+		return checkSameModel(ctx, d.Meter, s, bufs)
 	}); err != nil {
 		return err
 	}
@@ -173,12 +154,12 @@ func (d *DataParallel) Setup(s *StepContext) error {
 		for _, i := range b.slots {
 			d.slots[i].view.CopyFrom(d.slots[i].v.Value)
 		}
-		if err := d.collective("broadcast parameters", func(ctx context.Context) error {
-			return d.meter.Broadcast(ctx, b.flat, 0)
+		if err := d.Collective("broadcast parameters", func(ctx context.Context) error {
+			return d.Meter.Broadcast(ctx, b.flat, 0)
 		}); err != nil {
 			return err
 		}
-		if d.comm.Rank() != 0 {
+		if d.Meter.Rank() != 0 {
 			for _, i := range b.slots {
 				d.slots[i].v.Value.CopyFrom(d.slots[i].view)
 			}
@@ -190,8 +171,8 @@ func (d *DataParallel) Setup(s *StepContext) error {
 		}
 	}
 	for _, b := range bufs {
-		if err := d.collective("broadcast "+b.name, func(ctx context.Context) error {
-			return broadcastTensor(ctx, d.meter, b.t)
+		if err := d.Collective("broadcast "+b.name, func(ctx context.Context) error {
+			return broadcastTensor(ctx, d.Meter, b.t)
 		}); err != nil {
 			return err
 		}
@@ -200,24 +181,14 @@ func (d *DataParallel) Setup(s *StepContext) error {
 	for i := range d.slots {
 		d.slots[i].v.OnGradReady(func(*autograd.Var) { d.gradReady(i) })
 	}
-	d.q = dist.NewQueue(d.ctx, d.meter)
-	d.setup = d.meter.Traffic()
+	d.q = dist.NewQueue(d.Context(), d.Meter)
+	d.SetupDone()
 	return nil
 }
 
 type namedTensor struct {
 	name string
 	t    *tensor.Tensor
-}
-
-// collective runs op under the strategy's context, wrapping its error.
-func (d *DataParallel) collective(what string, op func(ctx context.Context) error) error {
-	ctx, cancel := dist.WithDefaultTimeout(d.ctx, dist.DefaultTimeout)
-	defer cancel()
-	if err := op(ctx); err != nil {
-		return fmt.Errorf("data parallel: %s: %w", what, err)
-	}
-	return nil
 }
 
 // broadcastTensor copies rank 0's value of t into t on every rank,
@@ -333,7 +304,7 @@ func (d *DataParallel) buildBuckets(s *StepContext) {
 			n += d.slots[i].v.Value.NumElements()
 		}
 		b := &dpBucket{
-			flat:    tensor.Zeros(tensor.Shape{n}, tensor.Of(d.slots[cur[0]].v.Value.DType()), tensor.On(dist.DeviceOf(d.comm))),
+			flat:    tensor.Zeros(tensor.Shape{n}, tensor.Of(d.slots[cur[0]].v.Value.DType()), tensor.On(dist.DeviceOf(d.Comm()))),
 			slots:   cur,
 			pending: len(cur),
 		}
@@ -416,14 +387,14 @@ func (d *DataParallel) AfterBackward(*StepContext) error {
 	var err error
 	start := time.Now()
 	for _, b := range d.buckets {
-		if werr := b.work.Wait(d.ctx); werr != nil && err == nil {
+		if werr := b.work.Wait(d.Context()); werr != nil && err == nil {
 			err = fmt.Errorf("data parallel: all-reduce of gradients: %w", werr)
 		}
 		b.work = nil
 		b.pending = len(b.slots)
 	}
-	d.blocked += time.Since(start)
-	d.steps++
+	d.Block(start)
+	d.Synced()
 	d.next = 0
 	err = errors.Join(d.hookErr, err)
 	d.hookErr = nil

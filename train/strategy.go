@@ -96,6 +96,15 @@ type StopCoordinator interface {
 	CoordinatesStop()
 }
 
+// WorkerCheckpoints is implemented by strategies whose workers' models and
+// optimizer state differ between synchronizations (Local SGD, DiLoCo,
+// DmSGD): a checkpoint of their run is a set, a file per worker and a
+// manifest (Options.CheckpointComm), and its workers stop together
+// (StopCoordinator) so that the set is whole.
+type WorkerCheckpoints interface {
+	CheckpointsPerWorker()
+}
+
 // Emit sends r to the run's log (Options.OnRecord), as the Trainer's own
 // records go; strategies report synchronizations this way.
 func (s *StepContext) Emit(r Record) {
@@ -185,8 +194,14 @@ type CommStats struct {
 	// same steps: a gradient all-reduce per step.
 	DataParallelBytes int64 `json:"dp_bytes"`
 	// Consensus is the consensus distance at the last synchronization,
-	// mean over workers of ‖θ_k − θ̄‖ / ‖θ̄‖ (0 for data parallel).
+	// mean over workers of ‖θ_k − θ̄‖ / ‖θ̄‖ (0 for data parallel), as a
+	// ConsensusSample measures it.
 	Consensus float64 `json:"consensus"`
+	// PairDistance is, for strategies that average in pairs without a
+	// global collective (Swarm SGD), the mean distance ‖θ_i − θ_j‖ / ‖θ_i‖
+	// between the two models of this worker's interactions: the spread as
+	// the pairs see it, which is not the consensus distance.
+	PairDistance float64 `json:"pair_distance,omitempty"`
 	// LayersPerStep is the mean number of layers whose gradients a step
 	// computed and sent, and Compute the seconds spent in forward and
 	// backward passes, for strategies that skip gradient work (JointSpar).
