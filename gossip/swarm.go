@@ -1087,6 +1087,10 @@ func (w *Swarm) Counts() SwarmCounts {
 // CommStats implements train.CommReporter.
 func (w *Swarm) CommStats() train.CommStats { return w.stats() }
 
+// WorkersApart implements train.IndependentWorkers: no collective brings
+// Swarm's workers together.
+func (w *Swarm) WorkersApart() {}
+
 // Close says goodbye to the partners still in the run (a worker stopped
 // early), closes the pairs and frees the buffers; the world Comm stays
 // open, owned by the caller.

@@ -32,8 +32,9 @@
 // without changing the training run) and train.CommReporter (bytes under
 // the ring algorithms, collectives, time blocked, the consensus distance
 // at each synchronization, and what data parallel would have sent).
-// NewStrategy builds data parallel, Local or DiLoCo from a
-// train.StrategyConfig, as flock train does.
+// The package registers both with package train ("local" and "diloco",
+// train.RegisterStrategy), configured by Settings, so that
+// train.NewStrategy builds them from a train.Config, as flock train does.
 //
 // The strategies take any dist.Comm: in-process workers (dist.NewLocal),
 // processes on one host or over TCP (dist.Init under flock run, torchrun,

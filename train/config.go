@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/flockml/flock/autograd"
 	"github.com/flockml/flock/nn"
@@ -65,165 +64,10 @@ type Config struct {
 	// TrainImages trains on the first TrainImages images of the training
 	// set only (0: all of them), for short experiments with large models.
 	TrainImages int `json:"train_images,omitempty"`
-	// Strategy is how several workers cooperate; one worker alone ignores
-	// it.
+	// Strategy is how several workers cooperate (a registered strategy
+	// and its settings); one worker alone ignores it.
 	Strategy StrategyConfig `json:"strategy"`
 }
-
-// StrategyConfig describes a multi-worker strategy as flock train's flags
-// do. Package train validates it; the strategies themselves live in
-// packages above train (localopt builds Local SGD and DiLoCo from it).
-type StrategyConfig struct {
-	// Name is "dp" (data parallel: gradients averaged every step), "local"
-	// (Local SGD / AdamW / LARS: parameters averaged every H steps),
-	// "diloco" (an outer optimizer steps on the averaged parameter change
-	// every H steps), "jointspar" (each step computes and averages the
-	// gradients of a sample of the layers), "dmsgd" (decentralized
-	// momentum SGD: each worker averages its parameters with its
-	// neighbours' in a topology) or "swarm" (Swarm SGD: after its local
-	// steps a worker averages with one partner, asynchronously). Empty
-	// means "dp".
-	Name string `json:"name,omitempty"`
-	// Sync chooses H for local and diloco: "constant" (H), "post-local"
-	// (1 before PostLocalSwitch epochs, then H), "power" (max(HBase,
-	// ⌊(Alpha/η)^Gamma⌋)) or "qsr" (the power rule with Gamma = 2).
-	Sync  string  `json:"sync,omitempty"`
-	H     int     `json:"h,omitempty"`
-	HBase int     `json:"h_base,omitempty"`
-	Alpha float64 `json:"alpha,omitempty"`
-	Gamma float64 `json:"gamma,omitempty"`
-	// PostLocalSwitch is the switch of post-local SGD, in epochs
-	// (fractions allowed, rounded to whole steps).
-	PostLocalSwitch float64 `json:"post_local_switch,omitempty"`
-	// AverageState names, comma-separated, the optimizer state fields
-	// averaged with the parameters at each synchronization
-	// ("momentum_buffer", "exp_avg", "exp_avg_sq"); by default optimizer
-	// state stays local.
-	AverageState string `json:"average_state,omitempty"`
-	// BNBatches is the number of training micro-batches on which batch
-	// norm's running statistics are re-estimated before each evaluation
-	// (0: keep each worker's running statistics, averaged).
-	BNBatches int `json:"bn_batches,omitempty"`
-	// OuterLR, OuterMomentum and OuterNesterov set DiLoCo's outer SGD.
-	OuterLR       float64 `json:"outer_lr,omitempty"`
-	OuterMomentum float64 `json:"outer_momentum,omitempty"`
-	OuterNesterov bool    `json:"outer_nesterov,omitempty"`
-	// Budget is the fraction of layers JointSpar computes and sends per
-	// step, in (0, 1]; PMin its smallest inclusion probability (0: the
-	// smaller of 0.05 and Budget); PerWorker draws the layers per worker,
-	// Balanced from one draw that deals them out.
-	Budget    float64 `json:"budget,omitempty"`
-	PMin      float64 `json:"p_min,omitempty"`
-	PerWorker bool    `json:"per_worker,omitempty"`
-	Balanced  bool    `json:"balanced,omitempty"`
-	// Topology names DmSGD's graph (a kind of package gossip: exp,
-	// one-peer-exp, ring, mesh, torus, sym-exp, full) and LocalSteps the
-	// steps between its mixings (0: 1).
-	Topology   string `json:"topology,omitempty"`
-	LocalSteps int    `json:"local_steps,omitempty"`
-	// Swarm SGD ("swarm") draws partners from Topology (static, taken as
-	// undirected) and interacts after LocalSteps steps (0: 1; Geometric:
-	// geometric with that mean); NonBlocking lets the initiator go on
-	// computing; QuantBits sends models quantized (0: full precision);
-	// Sequential runs the reproducible one-pair-per-tick form;
-	// PartnerTimeout drops a partner silent that long (0: one minute).
-	QuantBits      int           `json:"quant_bits,omitempty"`
-	NonBlocking    bool          `json:"non_blocking,omitempty"`
-	Geometric      bool          `json:"geometric,omitempty"`
-	Sequential     bool          `json:"sequential,omitempty"`
-	PartnerTimeout time.Duration `json:"partner_timeout,omitempty"`
-}
-
-// Strategies lists the accepted values of StrategyConfig.Name.
-var Strategies = []string{"dp", "local", "diloco", "jointspar", "dmsgd", "swarm"}
-
-// SyncRules lists the accepted values of StrategyConfig.Sync.
-var SyncRules = []string{"constant", "post-local", "power", "qsr"}
-
-// Validate reports the first setting that is out of range, naming it as
-// the command line does.
-func (s StrategyConfig) Validate() error {
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("train: config: "+format, a...)
-	}
-	name := s.Name
-	if name == "" {
-		name = "dp"
-	}
-	if !slices.Contains(Strategies, name) {
-		return bad("unknown strategy %q (want %s)", s.Name, strings.Join(Strategies, ", "))
-	}
-	if name == "dp" {
-		return nil
-	}
-	if name == "dmsgd" || name == "swarm" {
-		switch {
-		case s.Topology == "":
-			return bad("%s needs a topology", name)
-		case s.LocalSteps < 0:
-			return bad("local-steps %d: want ≥ 0", s.LocalSteps)
-		case name == "swarm" && (s.QuantBits < 0 || s.QuantBits > 16):
-			return bad("quant-bits %d: want 0 (full precision) to 16", s.QuantBits)
-		case name == "swarm" && s.NonBlocking && s.Sequential:
-			return bad("--non-blocking and --sequential exclude each other")
-		case s.PartnerTimeout < 0:
-			return bad("partner-timeout %v: want ≥ 0", s.PartnerTimeout)
-		}
-		return nil
-	}
-	if name == "jointspar" {
-		switch {
-		case !(s.Budget > 0 && s.Budget <= 1):
-			return bad("budget %v: want a fraction of the layers in (0, 1]", s.Budget)
-		case s.PMin != 0 && !(s.PMin > 0 && s.PMin <= s.Budget):
-			return bad("p-min %v: want 0 < p-min ≤ budget (%v)", s.PMin, s.Budget)
-		}
-		return nil
-	}
-	switch {
-	case !slices.Contains(SyncRules, s.Sync):
-		return bad("unknown sync rule %q (want %s)", s.Sync, strings.Join(SyncRules, ", "))
-	case (s.Sync == "constant" || s.Sync == "post-local") && s.H < 1:
-		return bad("h %d: want ≥ 1", s.H)
-	case (s.Sync == "power" || s.Sync == "qsr") && s.HBase < 1:
-		return bad("h-base %d: want ≥ 1", s.HBase)
-	case !(s.Alpha >= 0) || math.IsInf(s.Alpha, 0):
-		return bad("qsr-alpha %v: want a finite value ≥ 0", s.Alpha)
-	case s.Sync == "power" && (!(s.Gamma > 0) || math.IsInf(s.Gamma, 0)):
-		return bad("power-gamma %v: want a finite value > 0", s.Gamma)
-	case !(s.PostLocalSwitch >= 0) || math.IsInf(s.PostLocalSwitch, 0):
-		return bad("post-local-switch %v epochs: want ≥ 0", s.PostLocalSwitch)
-	case s.BNBatches < 0:
-		return bad("bn-batches %d: want ≥ 0", s.BNBatches)
-	case name == "diloco" && (!(s.OuterLR > 0) || math.IsInf(s.OuterLR, 0)):
-		return bad("outer-lr %v: want a finite value > 0", s.OuterLR)
-	case name == "diloco" && !(s.OuterMomentum >= 0 && s.OuterMomentum < 1):
-		return bad("outer-momentum %v: want 0 ≤ momentum < 1", s.OuterMomentum)
-	case name == "diloco" && s.OuterNesterov && s.OuterMomentum == 0:
-		return bad("outer Nesterov momentum needs outer-momentum > 0")
-	}
-	for _, f := range s.StateFields() {
-		if !slices.Contains(StateFields, f) {
-			return bad("average-state: unknown optimizer state field %q (want %s)", f, strings.Join(StateFields, ", "))
-		}
-	}
-	return nil
-}
-
-// StateFields returns the fields named by AverageState.
-func (s StrategyConfig) StateFields() []string {
-	var out []string
-	for f := range strings.SplitSeq(s.AverageState, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-// StateFields lists the optimizer state fields a strategy may average:
-// SGD's and LARS's momentum, AdamW's first and second moments.
-var StateFields = []string{"momentum_buffer", "exp_avg", "exp_avg_sq"}
 
 // DefaultConfig returns the settings of `flock train` without flags: the
 // small CNN on Fashion-MNIST with Nesterov SGD and a cosine schedule for 10
@@ -246,11 +90,8 @@ func DefaultConfig() Config {
 		Seed:           1,
 		EvalEvery:      1,
 		LogEvery:       50,
-		Strategy: StrategyConfig{
-			Name: "local", Sync: "qsr", H: 8, HBase: 4, Alpha: 0.2, Gamma: 2, BNBatches: 16,
-			OuterLR: 0.7, OuterMomentum: 0.9, OuterNesterov: true, Budget: 0.5,
-			Topology: "exp", LocalSteps: 1,
-		},
+		// Local SGD under QSR, with localopt's default settings.
+		Strategy: StrategyConfig{Name: "local"},
 	}
 }
 

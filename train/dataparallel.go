@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"hash/fnv"
 	"time"
@@ -11,6 +12,23 @@ import (
 	"github.com/flockml/flock/dist"
 	"github.com/flockml/flock/tensor"
 )
+
+func init() {
+	RegisterStrategy(StrategyKind{
+		Name:     "dp",
+		Summary:  "data parallel: gradients averaged every step",
+		Settings: func() StrategySettings { return &noSettings{} },
+		New: func(c dist.Comm, _ StrategySettings, run StrategyRun) (Strategy, error) {
+			return NewDataParallel(c, DataParallelOptions{Context: run.Context}), nil
+		},
+	})
+}
+
+// noSettings are the settings of a strategy that has none.
+type noSettings struct{}
+
+func (*noSettings) Flags(*flag.FlagSet)   {}
+func (*noSettings) Validate(string) error { return nil }
 
 // DefaultBucketBytes is the default size cap of a gradient bucket, PyTorch
 // DistributedDataParallel's 25 MiB.
@@ -106,6 +124,9 @@ func NewDataParallel(c dist.Comm, opts DataParallelOptions) *DataParallel {
 	}
 	return &DataParallel{CommAccount: NewCommAccount(c, opts.Context, "data parallel"), bucketBytes: bb}
 }
+
+// String names the strategy for people.
+func (d *DataParallel) String() string { return "data parallel (gradients averaged every step)" }
 
 // CommStats implements CommReporter: what data parallelism would send is
 // what it sent. The counts restart when a run resumes from a checkpoint.

@@ -32,6 +32,11 @@ type Strategy interface {
 	Setup(s *StepContext) error
 	AfterBackward(s *StepContext) error
 	AfterStep(s *StepContext) error
+	// Close ends the strategy's part in the run: it waits for what it
+	// issued, frees its buffers and parts from its peers. The Comm it was
+	// built over stays open, its owner's. Close may be called more than
+	// once.
+	Close()
 }
 
 // Stateful is implemented by strategies whose state must survive a
@@ -105,6 +110,16 @@ type WorkerCheckpoints interface {
 	CheckpointsPerWorker()
 }
 
+// IndependentWorkers is implemented by strategies whose workers run apart
+// (Swarm SGD): no collective brings them together, so each stops on its
+// own when the run's context ends, Close parts from its partners before
+// the world's Comm closes, and the run ends without a barrier. Their runs
+// have no checkpoints (StrategyKind.NoCheckpoints): the workers stop at
+// different steps.
+type IndependentWorkers interface {
+	WorkersApart()
+}
+
 // Emit sends r to the run's log (Options.OnRecord), as the Trainer's own
 // records go; strategies report synchronizations this way.
 func (s *StepContext) Emit(r Record) {
@@ -143,6 +158,9 @@ func (SingleWorker) AfterBackward(*StepContext) error { return nil }
 
 // AfterStep implements Strategy.
 func (SingleWorker) AfterStep(*StepContext) error { return nil }
+
+// Close implements Strategy.
+func (SingleWorker) Close() {}
 
 // StepPreparer is implemented by strategies that act before a step's
 // forward pass: JointSpar switches off the gradients of the layers it does

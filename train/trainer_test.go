@@ -2,6 +2,7 @@ package train_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -33,6 +34,7 @@ type averager struct {
 
 func (a *averager) Setup(*train.StepContext) error         { return nil }
 func (a *averager) AfterBackward(*train.StepContext) error { return nil }
+func (a *averager) Close()                                 {}
 
 func (a *averager) AfterStep(s *train.StepContext) error {
 	p := s.Params[0].Param.Value
@@ -455,8 +457,10 @@ func TestCheckpointContents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg != tr.Config() {
-		t.Errorf("stored config %+v, want %+v", cfg, tr.Config())
+	got, _ := json.Marshal(cfg)
+	want, _ := json.Marshal(tr.Config())
+	if string(got) != string(want) {
+		t.Errorf("stored config %s, want %s", got, want)
 	}
 }
 
@@ -467,6 +471,8 @@ type hookLog struct {
 	prev  []float32
 	fail  int
 }
+
+func (h *hookLog) Close() {}
 
 func (h *hookLog) Setup(s *train.StepContext) error {
 	h.calls = append(h.calls, fmt.Sprintf("setup %d", s.Step))

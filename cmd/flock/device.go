@@ -13,6 +13,7 @@ import (
 	"github.com/flockml/flock/dist"
 	"github.com/flockml/flock/dist/nccl"
 	"github.com/flockml/flock/tensor"
+	"github.com/flockml/flock/train"
 )
 
 // deviceChoice is a parsed --device: the CPU, or a GPU (index −1: the
@@ -125,23 +126,23 @@ func placeOnDevice(device string, localRank int, workers *int, workersGiven, lau
 	return dev, -1
 }
 
-// ncclWorld reports whether a launched process training on dev with the
-// named strategy joins its world through NCCL: on a GPU, for every
-// strategy but Swarm, whose partners talk over TCP connections of their
-// own (dist.Pairs, made through a TCP world) and whose arithmetic works on
-// a host copy of the model. Elsewhere the world is TCP (shared memory on
-// one host), and the strategies stage a GPU model's values through host
-// buffers.
-func ncclWorld(dev tensor.Device, strategy string) bool {
+// ncclWorld reports whether a launched process training on dev with a
+// strategy that needs transport joins its world through NCCL: on a GPU,
+// for every strategy but those whose partners talk over TCP connections
+// of their own (train.PairsOverTCP: Swarm's, made through a TCP world,
+// whose arithmetic works on a host copy of the model). Elsewhere the world
+// is TCP (shared memory on one host), and the strategies stage a GPU
+// model's values through host buffers.
+func ncclWorld(dev tensor.Device, transport train.Transport) bool {
 	_, gpu := dev.(*cuda.Backend)
-	return gpu && strategy != "swarm"
+	return gpu && transport != train.PairsOverTCP
 }
 
 // joinWorld returns the world communicator of a launched process: NCCL on
 // its GPU where ncclWorld says so (the unique id made by rank 0 and handed
 // out through the job's rendezvous store), dist.Init's otherwise.
-func joinWorld(ctx context.Context, env dist.Env, dev tensor.Device, strategy string, opts dist.InitOptions) (dist.Comm, error) {
-	if !ncclWorld(dev, strategy) {
+func joinWorld(ctx context.Context, env dist.Env, dev tensor.Device, transport train.Transport, opts dist.InitOptions) (dist.Comm, error) {
+	if !ncclWorld(dev, transport) {
 		return dist.Init(ctx, env, opts)
 	}
 	c, err := nccl.Init(ctx, env, dev.(*cuda.Backend), opts)

@@ -11,6 +11,7 @@ import (
 	"github.com/flockml/flock/backend/cuda"
 	"github.com/flockml/flock/dist"
 	"github.com/flockml/flock/tensor"
+	"github.com/flockml/flock/train"
 )
 
 // TestParseDevice checks the values --device accepts.
@@ -119,7 +120,11 @@ func TestNCCLWorld(t *testing.T) {
 		{cpu.Default(), "dp", false},
 		{nil, "dp", false},
 	} {
-		if got := ncclWorld(c.dev, c.strategy); got != c.want {
+		k, ok := train.LookupStrategy(c.strategy)
+		if !ok {
+			t.Fatalf("strategy %s is not registered", c.strategy)
+		}
+		if got := ncclWorld(c.dev, k.Transport); got != c.want {
 			t.Errorf("ncclWorld(%T, %s) = %v, want %v", c.dev, c.strategy, got, c.want)
 		}
 	}
@@ -137,7 +142,7 @@ func TestJoinWorldGoesToNCCL(t *testing.T) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	env := dist.Env{Rank: 0, Size: 2, LocalSize: 2, MasterAddr: "127.0.0.1", MasterPort: port, Token: []byte("join-world-test-token")}
-	c, err := joinWorld(context.Background(), env, (*cuda.Backend)(nil), "dp", dist.InitOptions{Timeout: 5 * time.Second})
+	c, err := joinWorld(context.Background(), env, (*cuda.Backend)(nil), train.Collectives, dist.InitOptions{Timeout: 5 * time.Second})
 	if c != nil || err == nil || !strings.HasPrefix(err.Error(), "nccl: ") {
 		t.Fatalf("joinWorld on a GPU = %v, %v; want NCCL's error", c, err)
 	}

@@ -421,9 +421,10 @@ type runRecord struct {
 	// step that closed it.
 	H    []roundH        `json:"h,omitempty"`
 	Comm train.CommStats `json:"comm"`
-	// Kind is flock train's --strategy; Topology the graph of dmsgd and
-	// swarm.
+	// Kind is flock train's --strategy; Pattern and Topology how its
+	// synchronizations travel (train.CommPattern).
 	Kind     string `json:"kind"`
+	Pattern  string `json:"pattern,omitempty"`
 	Topology string `json:"topology,omitempty"`
 }
 
@@ -456,6 +457,16 @@ func readRuns(path string) (map[string]runRecord, error) {
 		var r runRecord
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil || r.Record != "run" || r.ID == "" {
 			return nil, fmt.Errorf("%s:%d: not a run record (%v)", path, line, err)
+		}
+		if r.Pattern == "" {
+			// Written before records held the pattern: its flags say it.
+			cfg, o := train.DefaultConfig(), defaultTrainOptions()
+			if err := trainFlags(&cfg, &o).Parse(r.Args); err != nil {
+				return nil, fmt.Errorf("%s:%d: flags %q: %w", path, line, r.Args, err)
+			}
+			o.strategySettings(&cfg)
+			pat := train.PatternOf(cfg.Strategy)
+			r.Pattern, r.Topology = pat.Kind, pat.Graph
 		}
 		done[r.ID] = r
 	}
@@ -595,6 +606,7 @@ func (g *grid) train(ctx context.Context, r gridRun) (runRecord, error) {
 	if err := trainFlags(&cfg, &o).Parse(r.Args); err != nil {
 		return runRecord{}, err
 	}
+	o.strategySettings(&cfg)
 	o.json = true
 	if err := cfg.Validate(); err != nil {
 		return runRecord{}, err
@@ -612,9 +624,8 @@ func (g *grid) train(ctx context.Context, r gridRun) (runRecord, error) {
 	}
 	rec := runRecord{Record: "run", ID: r.ID, Strategy: r.Strategy, Label: r.Label, Seed: r.Seed, Args: r.Args,
 		Model: cfg.Model, Workers: o.workers, Jobs: g.jobs, Cores: runtime.GOMAXPROCS(0), Params: params, Kind: cfg.Strategy.Name}
-	if cfg.Strategy.Name == "dmsgd" || cfg.Strategy.Name == "swarm" {
-		rec.Topology = cfg.Strategy.Topology
-	}
+	pat := train.PatternOf(cfg.Strategy)
+	rec.Pattern, rec.Topology = pat.Kind, pat.Graph
 	return rec, parseTrainRecords(stdout.Bytes(), g.testSet.N, &rec)
 }
 

@@ -60,14 +60,14 @@ func projectRuns(recs []runRecord, net netmodel.Network, p int, stepTime float64
 		if r.Comm.Syncs > 0 {
 			perSync = float64(r.Comm.Sent) / float64(r.Comm.Syncs)
 		}
-		switch r.Kind {
-		case "dmsgd":
+		switch netmodel.Pattern(r.Pattern) {
+		case netmodel.Neighbors:
 			w.Pattern, w.Bytes = netmodel.Neighbors, 4*float64(r.Params)
 			if top, err := gossip.New(gossip.Spec{Kind: r.Topology, N: p, Seed: r.Seed}); err == nil {
 				_, nb := top.Out(0, 0)
 				w.Degree = len(nb)
 			}
-		case "swarm":
+		case netmodel.Pairwise:
 			w.Pattern, w.Bytes = netmodel.Pairwise, perSync
 		default:
 			// A ring all-reduce of n bytes sends 2(K−1)/K · n from each
@@ -243,7 +243,7 @@ func hFigure(sums []strategySummary) figure {
 	f := figure{title: "Synchronization period H over training (first seed)", x: "step", y: "H (steps per round, log scale)", lines: true, logY: true}
 	for _, s := range sums {
 		r := s.runs[0]
-		if (r.Kind != "local" && r.Kind != "diloco") || len(r.H) == 0 {
+		if netmodel.Pattern(r.Pattern) != netmodel.AllReduce || len(r.H) == 0 {
 			continue
 		}
 		var xys plotter.XYs

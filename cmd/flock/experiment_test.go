@@ -208,18 +208,18 @@ func TestProjectRuns(t *testing.T) {
 	t.Parallel()
 	net := netmodel.Network{Name: "test", Latency: 1e-3, Bandwidth: 1e6, AllReduce: "ring"}
 	base := runRecord{Workers: 8, Jobs: 1, Cores: 2, Params: 1000, Steps: 100, Wall: 14, EvalTime: 2}
-	withComm := func(kind, topology string, sent, syncs int64) runRecord {
+	withComm := func(pattern netmodel.Pattern, topology string, sent, syncs int64) runRecord {
 		r := base
-		r.Kind, r.Topology, r.Comm = kind, topology, train.CommStats{Sent: sent, Syncs: syncs, Blocked: 4}
+		r.Pattern, r.Topology, r.Comm = string(pattern), topology, train.CommStats{Sent: sent, Syncs: syncs, Blocked: 4}
 		return r
 	}
 	runs := projectRuns([]runRecord{
 		// 50 all-reduces of n = 8000 B on 8 workers send 2·7/8 · n each.
-		withComm("local", "", 50*14000, 50),
-		withComm("dmsgd", "exp", 0, 100),
-		withComm("dmsgd", "one-peer-exp", 0, 100),
-		withComm("dmsgd", "ring", 0, 100),
-		withComm("swarm", "full", 30*4000, 30),
+		withComm(netmodel.AllReduce, "", 50*14000, 50),
+		withComm(netmodel.Neighbors, "exp", 0, 100),
+		withComm(netmodel.Neighbors, "one-peer-exp", 0, 100),
+		withComm(netmodel.Neighbors, "ring", 0, 100),
+		withComm(netmodel.Pairwise, "full", 30*4000, 30),
 	}, net, 16, 0)
 	// (14 − 2 − 4) s over 100 steps, 2 cores shared by 8 workers: 20 ms.
 	const step = 0.02

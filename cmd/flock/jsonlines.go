@@ -5,8 +5,12 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
+
+	"github.com/flockml/flock/train"
 )
 
 // writeJSONLine writes v to w as one line of JSON, as encoding/json would,
@@ -103,4 +107,48 @@ func (o *outputWriter) Err() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.err
+}
+
+// runRecordJSON is the first record of flock train --json: what ran, so
+// that a log stands on its own.
+type runRecordJSON struct {
+	Kind string `json:"kind"`
+	// Version and Commit identify the flock that ran (the module's version
+	// and the VCS revision it was built from, "+dirty" when modified).
+	Version string `json:"flock_version"`
+	Commit  string `json:"commit,omitempty"`
+	Go      string `json:"go"`
+	// Config is the whole configuration, Seed its seed.
+	Config train.Config `json:"config"`
+	Seed   uint64       `json:"seed"`
+	// World is the number of workers, Device where they train, Threads
+	// GOMAXPROCS.
+	World   int    `json:"world"`
+	Device  string `json:"device"`
+	Threads int    `json:"threads"`
+	// Strategy describes how the workers cooperate, Pattern how its
+	// synchronizations travel.
+	Strategy string            `json:"strategy,omitempty"`
+	Pattern  train.CommPattern `json:"comm_pattern"`
+}
+
+func newRunRecord(cfg train.Config, world int, device, strategy string) runRecordJSON {
+	r := runRecordJSON{Kind: "run", Version: "(unknown)", Go: runtime.Version(), Config: cfg, Seed: cfg.Seed,
+		World: world, Device: device, Threads: runtime.GOMAXPROCS(0), Strategy: strategy, Pattern: train.PatternOf(cfg.Strategy)}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		r.Version = bi.Main.Version
+		dirty := false
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				r.Commit = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+		if dirty && r.Commit != "" {
+			r.Commit += "+dirty"
+		}
+	}
+	return r
 }

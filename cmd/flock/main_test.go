@@ -125,6 +125,16 @@ func TestTrainJSON(t *testing.T) {
 			t.Fatalf("line %q is not JSON: %v", line, err)
 		}
 		kinds = append(kinds, rec["kind"].(string))
+		if rec["kind"] == "run" {
+			// What ran: the flock, the whole configuration, the world.
+			cfg, _ := rec["config"].(map[string]any)
+			strategy, _ := cfg["strategy"].(map[string]any)
+			if rec["flock_version"] == nil || cfg["model"] != "mlp" || cfg["batch_size"] != 500.0 || strategy["sync"] != "qsr" ||
+				rec["world"] != 1.0 || rec["device"] != "cpu" || rec["seed"] != 1.0 {
+				t.Errorf("run record %s: want flock's version, the mlp's config with its strategy's settings, world 1, the CPU and seed 1", line)
+			}
+			continue
+		}
 		for _, k := range []string{"step", "epoch", "lr", "loss", "acc", "img_per_s", "elapsed_s"} {
 			if _, ok := rec[k]; !ok && rec["kind"] != "summary" {
 				t.Errorf("record %s lacks %q", line, k)
@@ -132,7 +142,7 @@ func TestTrainJSON(t *testing.T) {
 		}
 		last = rec
 	}
-	if want := "train train train eval summary"; strings.Join(kinds, " ") != want {
+	if want := "run train train train eval summary"; strings.Join(kinds, " ") != want {
 		t.Errorf("record kinds %v, want %s", kinds, want)
 	}
 	if acc := last["test_acc"].(float64); acc < 0.75 || last["steps"].(float64) != 120 {

@@ -20,7 +20,7 @@ type syncPlanOptions struct {
 	lr, warmupStartLR, finalLR float64
 	warmupSteps, steps         int
 	decay                      string
-	sync                       train.StrategyConfig
+	sync                       *localopt.Settings
 	switchStep                 int
 	roundsOnly                 bool
 }
@@ -47,7 +47,7 @@ func syncPlanFlags(o *syncPlanOptions) *flag.FlagSet {
 func defaultSyncPlan() syncPlanOptions {
 	d := train.DefaultConfig()
 	return syncPlanOptions{lr: d.LR, warmupStartLR: d.LR * 0.1, decay: "cosine", steps: 1000, warmupSteps: 50,
-		sync: train.StrategyConfig{Name: "local", Sync: d.Strategy.Sync, H: d.Strategy.H, HBase: d.Strategy.HBase, Alpha: d.Strategy.Alpha, Gamma: d.Strategy.Gamma}}
+		sync: localopt.DefaultSettings()}
 }
 
 func syncPlanHelp(w io.Writer) {
@@ -109,10 +109,10 @@ func runSyncPlan(args []string, stdout, stderr io.Writer) int {
 	if err := lr.Validate(); err != nil {
 		return bad("%v", err)
 	}
-	if err := o.sync.Validate(); err != nil {
+	if err := o.sync.Validate("local"); err != nil {
 		return bad("%v", err)
 	}
-	sched, err := localopt.ScheduleOf(o.sync, 1)
+	sched, err := o.sync.Schedule(1)
 	if err != nil {
 		return bad("%v", err)
 	}

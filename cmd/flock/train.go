@@ -18,12 +18,9 @@ import (
 
 	"github.com/flockml/flock/dataset"
 	"github.com/flockml/flock/dist"
-	"github.com/flockml/flock/gossip"
 	"github.com/flockml/flock/internal/term"
-	"github.com/flockml/flock/localopt"
 	"github.com/flockml/flock/nn"
 	"github.com/flockml/flock/nn/models"
-	"github.com/flockml/flock/sparse"
 	"github.com/flockml/flock/train"
 )
 
@@ -50,6 +47,10 @@ type trainOptions struct {
 	// device is --device: cpu, cuda or cuda:N.
 	device  string
 	timeout time.Duration
+	// families are the settings of every registered strategy family,
+	// bound to their flags; strategySettings gives the chosen strategy its
+	// own.
+	families []train.StrategySettings
 }
 
 // defaultTrainOptions returns flock train's options before its flags.
@@ -93,31 +94,36 @@ func trainFlags(cfg *train.Config, o *trainOptions) *flag.FlagSet {
 	fs.IntVar(&o.workers, "workers", o.workers, "workers in this process, `K` goroutines each taking --batch-size images per step and cooperating by --strategy")
 	streamFlags(fs, &o.stream)
 	deviceFlag(fs, &o.device)
-	sc := &cfg.Strategy
-	fs.StringVar(&sc.Name, "strategy", sc.Name, "how the workers cooperate: dp (gradients averaged every step), local (Local SGD/AdamW/LARS: parameters averaged every H steps), diloco (outer Nesterov SGD on the averaged change every H steps), dmsgd (each worker averages with its --topology neighbours), swarm (pairwise averaging with one partner at a time), jointspar (data parallel over a sample of the layers)")
-	fs.StringVar(&sc.Sync, "sync", sc.Sync, "how local and diloco choose H each round: constant (--h), post-local (H = 1, then --h after --post-local-switch), power (max(Hbase, ⌊(α/η)^γ⌋)), qsr (power with γ = 2)")
-	fs.IntVar(&sc.H, "h", sc.H, "`H` of the constant and post-local rules")
-	fs.IntVar(&sc.HBase, "h-base", sc.HBase, "`Hbase` of the power and qsr rules (also their H during the warm-up)")
-	fs.Float64Var(&sc.Alpha, "qsr-alpha", sc.Alpha, "`α` of the power and qsr rules (0: H = Hbase throughout)")
-	fs.Float64Var(&sc.Gamma, "power-gamma", sc.Gamma, "`γ` of the power rule")
-	fs.Float64Var(&sc.PostLocalSwitch, "post-local-switch", sc.PostLocalSwitch, "when post-local SGD starts its local steps, in `EPOCHS`")
-	fs.StringVar(&sc.AverageState, "average-state", sc.AverageState, "optimizer state averaged with the parameters by local, comma-separated `FIELDS`: momentum_buffer, exp_avg, exp_avg_sq (default: none, kept per worker)")
-	fs.IntVar(&sc.BNBatches, "bn-batches", sc.BNBatches, "training micro-batches on which local and diloco re-estimate batch-norm statistics before each evaluation (0: average the workers' own)")
-	fs.Float64Var(&sc.OuterLR, "outer-lr", sc.OuterLR, "diloco's outer learning rate")
-	fs.Float64Var(&sc.OuterMomentum, "outer-momentum", sc.OuterMomentum, "diloco's outer momentum")
-	fs.BoolVar(&sc.OuterNesterov, "outer-nesterov", sc.OuterNesterov, "diloco's outer Nesterov momentum (--outer-nesterov=false to turn off)")
-	fs.Float64Var(&sc.Budget, "budget", sc.Budget, "jointspar: the fraction of layers whose gradients a step computes and sends, in (0, 1]")
-	fs.Float64Var(&sc.PMin, "p-min", sc.PMin, "jointspar: the smallest probability of drawing a layer (0: min(0.05, budget); with --balanced-draws on K workers min(max(0.05, 1/K), budget))")
-	fs.BoolVar(&sc.PerWorker, "per-worker-draws", sc.PerWorker, "jointspar: each worker draws its own layers, so each layer's update averages over the workers that drew it (K times less sampling variance on K workers; saves computation, not bytes)")
-	fs.BoolVar(&sc.Balanced, "balanced-draws", sc.Balanced, "jointspar: per-worker draws dealt out from one shared draw, each layer to ⌊K·p⌋ or ⌈K·p⌉ of the K workers (implies --per-worker-draws; no sampling variance beyond the rounding of K·p); a layer's holders average it and send it on, so bytes are saved where fewer than K workers hold a layer")
-	fs.StringVar(&sc.Topology, "topology", sc.Topology, "dmsgd: the graph whose neighbours average, one of "+strings.Join(gossip.Kinds(), ", ")+" ('flock topology' prints them); swarm: the graph whose edges are the partners (static, taken as undirected)")
-	fs.IntVar(&sc.LocalSteps, "local-steps", sc.LocalSteps, "dmsgd: `J` local steps between mixings; swarm: H, the local steps between a worker's interactions")
-	fs.IntVar(&sc.QuantBits, "quant-bits", sc.QuantBits, "swarm: send models quantized to `B` bits a coordinate, 1 to 16 (0: full precision)")
-	fs.BoolVar(&sc.NonBlocking, "non-blocking", sc.NonBlocking, "swarm: the initiator goes on computing and applies its partner's answer later")
-	fs.BoolVar(&sc.Geometric, "geometric", sc.Geometric, "swarm: draw each round's local steps geometric with mean --local-steps")
-	fs.BoolVar(&sc.Sequential, "sequential", sc.Sequential, "swarm: one random pair interacts per tick, drawn from --seed (reproducible)")
-	fs.DurationVar(&sc.PartnerTimeout, "partner-timeout", sc.PartnerTimeout, "swarm: drop a partner that does not answer within `D` (0: 1m)")
+	var kinds []string
+	for _, k := range train.StrategyKinds() {
+		kinds = append(kinds, k.Name+" ("+k.Summary+")")
+	}
+	fs.StringVar(&cfg.Strategy.Name, "strategy", cfg.Strategy.Name, "how the workers cooperate: "+strings.Join(kinds, ", "))
+	o.families = nil
+	cur := cfg.Strategy.Clone().Settings
+	for _, set := range train.SettingsFamilies() {
+		if cur != nil && train.SameFamily(cur, set) {
+			set = cur
+		}
+		set.Flags(fs)
+		o.families = append(o.families, set)
+	}
 	return fs
+}
+
+// strategySettings gives cfg's strategy the settings of its family that
+// trainFlags bound to the flags.
+func (o *trainOptions) strategySettings(cfg *train.Config) {
+	k, ok := train.LookupStrategy(cfg.Strategy.Name)
+	if !ok {
+		return // Validate names the unknown strategy
+	}
+	def := k.Settings()
+	for _, set := range o.families {
+		if train.SameFamily(set, def) {
+			cfg.Strategy.Settings = set
+		}
+	}
 }
 
 // writeModels lists the registered networks with their descriptions.
@@ -149,7 +155,9 @@ cuda trains one worker on a GPU (flock doctor says what it finds); several
 workers on GPUs are one process per GPU, started by a launcher (below).
 
 Output: a progress bar when stdout is a terminal, periodic lines otherwise,
-then a summary table; with --json, one JSON object per line instead:
+then a summary table; with --json, one JSON object per line instead: first
+{"kind":"run"} (flock's version and commit, the whole configuration, the
+world, device and seed), then
 {"kind":"train"|"eval","step","epoch","lr","loss","acc","img_per_s","elapsed_s"}
 and a final {"kind":"summary", ...}; a number that is NaN or infinite (the
 loss of a diverged run) is written as null. A run whose training loss stays
@@ -269,6 +277,7 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return usageError(stderr, "unexpected argument %q", fs.Arg(0))
 	}
+	o.strategySettings(&cfg)
 	if o.resume != "" {
 		saved, err := train.ReadCheckpointConfig(o.resume)
 		if err != nil {
@@ -280,6 +289,7 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 		if err := trainFlags(&cfg, &o).Parse(args); err != nil {
 			return usageError(stderr, "%v", err)
 		}
+		o.strategySettings(&cfg)
 	}
 	if err := cfg.Validate(); err != nil {
 		return usageError(stderr, "%s", strings.TrimPrefix(err.Error(), "train: config: "))
@@ -314,13 +324,9 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 	if o.testData != "" && !strings.HasSuffix(o.data, ".beton") {
 		return usageError(stderr, "--test-data %s needs --data TRAIN.beton", o.testData)
 	}
-	if cfg.Strategy.Name == "swarm" {
-		switch {
-		case o.checkpoint != "" || o.resume != "" || o.stopAfter > 0:
-			return usageError(stderr, "swarm runs have no checkpoints (--checkpoint, --resume, --stop-after): its workers stop at different steps")
-		case !flagGiven(fs, "topology"):
-			cfg.Strategy.Topology = "full"
-		}
+	kind, _ := train.LookupStrategy(cfg.Strategy.Name) // Validate checked the name
+	if why := kind.NoCheckpoints; why != "" && (o.checkpoint != "" || o.resume != "" || o.stopAfter > 0) {
+		return usageError(stderr, "%s runs have no checkpoints (--checkpoint, --resume, --stop-after): %s", kind.Name, why)
 	}
 	env, launched, err := launcherEnv()
 	if err != nil {
@@ -380,11 +386,10 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 
 	var comms []dist.Comm
 	switch {
-	case o.workers > 1 || cfg.Strategy.Name == "jointspar" && !launched:
-		// JointSpar saves work on one worker too.
+	case o.workers > 1 || kind.Alone && !launched:
 		comms = dist.NewLocal(o.workers)
 	case launched:
-		c, err := joinWorld(ctx, env, dev, cfg.Strategy.Name, dist.InitOptions{Timeout: o.timeout, Logger: commandLogger(stderr, "flock train")})
+		c, err := joinWorld(ctx, env, dev, kind.Transport, dist.InitOptions{Timeout: o.timeout, Logger: commandLogger(stderr, "flock train")})
 		if err != nil {
 			fmt.Fprintf(stderr, "flock train: rank %d of %d: %v\n", env.Rank, env.Size, err)
 			if ctx.Err() != nil {
@@ -449,8 +454,8 @@ type worker struct {
 
 // closeStrategy stops the worker's strategy (its queue, its buffers).
 func (w *worker) closeStrategy() {
-	if c, ok := w.strat.(interface{ Close() }); ok {
-		c.Close()
+	if w.strat != nil {
+		w.strat.Close()
 	}
 }
 
@@ -514,14 +519,14 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, sets *t
 		test := sets.hasTest()
 		if comms != nil {
 			w.comm, w.rank = comms[i], comms[i].Rank()
-			s, err := newStrategy(w.comm, cfg, sets.stepsPerEpoch(cfg, world), commCtx)
+			s, err := train.NewStrategy(w.comm, cfg, train.StrategyRun{StepsPerEpoch: sets.stepsPerEpoch(cfg, world), Context: commCtx})
 			if err != nil {
 				fmt.Fprintf(stderr, "flock train: %v\n", err)
 				return exitFailure
 			}
 			w.strat = s
 			opts.Strategy, opts.Rank, opts.World = s, w.rank, world
-			if setCheckpoints(cfg) {
+			if checkpointSets(s) {
 				opts.CheckpointComm, opts.CheckpointPath = w.comm, o.checkpoint
 			}
 		}
@@ -556,13 +561,14 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, sets *t
 		first *worker
 		wg    sync.WaitGroup
 	)
-	coordinated := comms != nil && setCheckpoints(cfg)
+	coordinated := comms != nil && checkpointSets(ws[0].strat)
+	_, apart := ws[0].strat.(train.IndependentWorkers)
 	for _, w := range ws {
 		wg.Go(func() {
 			// Workers whose strategy coordinates stopping all watch ctx
 			// and stop together at their next synchronization.
 			runCtx := commCtx
-			if w.rank == 0 || coordinated || cfg.Strategy.Name == "swarm" {
+			if w.rank == 0 || coordinated || apart {
 				runCtx = ctx
 			}
 			stop := w.t.TotalSteps()
@@ -570,19 +576,19 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, sets *t
 				stop = min(stop, o.stopAfter)
 			}
 			w.sum, w.err = w.t.RunUntil(runCtx, stop)
-			if cfg.Strategy.Name == "swarm" {
+			if apart {
 				// Goodbyes to the partners before the Comm closes, so
 				// that a worker stopped early is not taken for lost.
 				w.closeStrategy()
 			}
-			if w.err == nil && stop < w.t.TotalSteps() && o.checkpoint != "" && (w.rank == 0 || comms != nil && setCheckpoints(cfg)) {
+			if w.err == nil && stop < w.t.TotalSteps() && o.checkpoint != "" && (w.rank == 0 || coordinated) {
 				w.err = w.t.SaveCheckpoint(o.checkpoint)
 			}
 			stopped := coordinated && interruption(w.err)
 			// The last all-reduce may still need this rank's peers. (Swarm's
 			// workers part with goodbyes to their partners instead, and
 			// must not wait for a partner that died.)
-			if (w.err == nil || stopped) && len(ws) == 1 && w.comm != nil && cfg.Strategy.Name != "swarm" {
+			if (w.err == nil || stopped) && len(ws) == 1 && w.comm != nil && !apart {
 				w.closeStrategy()
 				bctx, cancel := dist.WithDefaultTimeout(commCtx, dist.DefaultTimeout)
 				if err := w.comm.Barrier(bctx); err != nil && w.err == nil {
@@ -642,38 +648,11 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, sets *t
 	return exitOK
 }
 
-// newStrategy builds the strategy cfg names over c.
-func newStrategy(c dist.Comm, cfg train.Config, stepsPerEpoch int, ctx context.Context) (train.Strategy, error) {
-	sc := cfg.Strategy
-	switch sc.Name {
-	case "jointspar":
-		return sparse.New(c, sparse.Options{Budget: sc.Budget, PMin: sc.PMin, PerWorker: sc.PerWorker, Balanced: sc.Balanced, Seed: cfg.Seed, Context: ctx})
-	case "dmsgd":
-		top, err := gossip.New(gossip.Spec{Kind: sc.Topology, N: c.Size(), Seed: cfg.Seed})
-		if err != nil {
-			return nil, err
-		}
-		return gossip.NewDmSGD(c, gossip.DmSGDOptions{Topology: top, LocalSteps: sc.LocalSteps, Context: ctx})
-	case "swarm":
-		top, err := gossip.New(gossip.Spec{Kind: sc.Topology, N: c.Size(), Seed: cfg.Seed})
-		if err != nil {
-			return nil, err
-		}
-		return gossip.NewSwarm(c, gossip.SwarmOptions{
-			Topology: top, LocalSteps: sc.LocalSteps, Geometric: sc.Geometric, NonBlocking: sc.NonBlocking,
-			QuantBits: sc.QuantBits, Sequential: sc.Sequential, Seed: cfg.Seed, Timeout: sc.PartnerTimeout, Context: ctx,
-		})
-	}
-	return localopt.NewStrategy(c, sc, stepsPerEpoch, ctx)
-}
-
 // strategyName says what s does, for people.
 func strategyName(s train.Strategy) string {
 	switch s := s.(type) {
 	case nil:
 		return ""
-	case *train.DataParallel:
-		return "data parallel (gradients averaged every step)"
 	case fmt.Stringer:
 		return s.String()
 	}
@@ -686,14 +665,11 @@ func interruption(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, train.ErrPeerInterrupted)
 }
 
-// setCheckpoints reports whether cfg's strategy lets the workers' models
-// differ, so that a checkpoint is a set of one file per worker.
-func setCheckpoints(cfg train.Config) bool {
-	switch cfg.Strategy.Name {
-	case "local", "diloco", "dmsgd":
-		return true
-	}
-	return false
+// checkpointSets reports whether s lets the workers' models differ, so
+// that a checkpoint is a set of one file per worker.
+func checkpointSets(s train.Strategy) bool {
+	_, ok := s.(train.WorkerCheckpoints)
+	return ok
 }
 
 // reporter writes a run's records for people (a progress bar on a
@@ -715,10 +691,11 @@ func newReporter(w io.Writer, jsonOut, terminal bool) *reporter {
 }
 
 func (r *reporter) start(t *train.Trainer, sets *trainSets, o trainOptions) {
+	cfg := t.Config()
 	if r.json {
+		writeJSONLine(r.w, newRunRecord(cfg, r.workers, o.device, r.strategy))
 		return
 	}
-	cfg := t.Config()
 	data := "Fashion-MNIST"
 	if strings.HasSuffix(o.data, ".beton") {
 		data = o.data

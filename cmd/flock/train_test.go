@@ -86,8 +86,8 @@ func TestTrainFaults(t *testing.T) {
 			nulls++
 		}
 	}
-	if len(lines) != 6 || nulls == 0 || !strings.Contains(lines[5], `"kind":"summary"`) {
-		t.Errorf("%d records, %d with a null loss, want 4 training records, an evaluation, some null, and a summary:\n%s", len(lines), nulls, stdout.String())
+	if len(lines) != 7 || nulls == 0 || !strings.Contains(lines[0], `"kind":"run"`) || !strings.Contains(lines[6], `"kind":"summary"`) {
+		t.Errorf("%d records, %d with a null loss, want the run, 4 training records, an evaluation, some null, and a summary:\n%s", len(lines), nulls, stdout.String())
 	}
 
 	runCLICases(t, []cliCase{
