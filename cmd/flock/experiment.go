@@ -24,6 +24,7 @@ import (
 	"github.com/flockml/flock/dataset"
 	"github.com/flockml/flock/dist"
 	"github.com/flockml/flock/internal/term"
+	"github.com/flockml/flock/job"
 	"github.com/flockml/flock/netmodel"
 	"github.com/flockml/flock/nn"
 	"github.com/flockml/flock/nn/models"
@@ -599,24 +600,17 @@ func (g *grid) run(ctx context.Context) error {
 	return nil
 }
 
-// train runs r as flock train does, with its records as JSON Lines in
-// memory.
+// train runs r as flock train does (job.Run on in-process workers) and
+// keeps what the report needs: the test accuracy and time of each
+// evaluation, the rounds' H, and the summary.
 func (g *grid) train(ctx context.Context, r gridRun) (runRecord, error) {
 	cfg, o := train.DefaultConfig(), defaultTrainOptions()
 	if err := trainFlags(&cfg, &o).Parse(r.Args); err != nil {
 		return runRecord{}, err
 	}
 	o.strategySettings(&cfg)
-	o.json = true
 	if err := cfg.Validate(); err != nil {
 		return runRecord{}, err
-	}
-	var stdout, stderr bytes.Buffer
-	if code := trainWorkers(ctx, cfg, o, &trainSets{train: g.trainSet, test: g.testSet}, dist.NewLocal(o.workers), &stdout, &stderr); code != exitOK {
-		if ctx.Err() != nil {
-			return runRecord{}, ctx.Err()
-		}
-		return runRecord{}, fmt.Errorf("flock train %s: %s", strings.Join(r.Args, " "), strings.TrimSpace(stderr.String()))
 	}
 	params, err := modelParams(cfg.Model)
 	if err != nil {
@@ -626,53 +620,39 @@ func (g *grid) train(ctx context.Context, r gridRun) (runRecord, error) {
 		Model: cfg.Model, Workers: o.workers, Jobs: g.jobs, Cores: runtime.GOMAXPROCS(0), Params: params, Kind: cfg.Strategy.Name}
 	pat := train.PatternOf(cfg.Strategy)
 	rec.Pattern, rec.Topology = pat.Kind, pat.Graph
-	return rec, parseTrainRecords(stdout.Bytes(), g.testSet.N, &rec)
-}
-
-// parseTrainRecords fills rec from flock train's JSON Lines: the test
-// accuracy and time of each evaluation of the testN test images, the
-// rounds' H, and the summary.
-func parseTrainRecords(out []byte, testN int, rec *runRecord) error {
-	summary := false
-	for line := range bytes.Lines(out) {
-		var v struct {
-			Kind    string           `json:"kind"`
-			Step    int              `json:"step"`
-			Epoch   int              `json:"epoch"`
-			Epochs  int              `json:"epochs"`
-			Steps   int              `json:"steps"`
-			Acc     float64          `json:"acc"`
-			Rate    float64          `json:"img_per_s"`
-			H       int              `json:"h"`
-			Wall    float64          `json:"wall_s"`
-			TestAcc *float64         `json:"test_acc"`
-			Comm    *train.CommStats `json:"comm"`
-		}
-		if err := json.Unmarshal(line, &v); err != nil {
-			return fmt.Errorf("flock train's record %q: %w", line, err)
-		}
-		switch v.Kind {
-		case train.KindEval:
-			rec.Curve = append(rec.Curve, epochAcc{v.Epoch, v.Acc})
-			if v.Rate > 0 {
-				rec.EvalTime += float64(testN) / v.Rate
+	sets := &trainSets{train: g.trainSet, test: g.testSet}
+	spec := job.Spec{
+		Config: cfg, Comms: dist.NewLocal(o.workers), Build: sets.trainer, StepsPerEpoch: sets.stepsPerEpoch(cfg, o.workers), Test: true,
+		MaxNonFiniteSteps: o.divergedSteps,
+		OnRecord: func(v train.Record) {
+			switch v.Kind {
+			case train.KindEval:
+				rec.Curve = append(rec.Curve, epochAcc{v.Epoch, v.Acc})
+				if v.ImagesPerSec > 0 {
+					rec.EvalTime += float64(g.testSet.N) / v.ImagesPerSec
+				}
+			case train.KindSync:
+				if v.H > 0 {
+					rec.H = append(rec.H, roundH{v.Step, v.H})
+				}
 			}
-		case train.KindSync:
-			if v.H > 0 {
-				rec.H = append(rec.H, roundH{v.Step, v.H})
-			}
-		case "summary":
-			if v.TestAcc == nil || v.Comm == nil {
-				return fmt.Errorf("flock train's summary has no test accuracy or no communication: %s", line)
-			}
-			summary = true
-			rec.Epochs, rec.Steps, rec.Wall, rec.TestAcc, rec.Comm = v.Epochs, v.Steps, v.Wall, *v.TestAcc, *v.Comm
-		}
+		},
 	}
-	if !summary {
-		return errors.New("flock train wrote no summary")
+	res, err := job.Run(ctx, spec)
+	switch {
+	case ctx.Err() != nil:
+		return runRecord{}, ctx.Err()
+	case err != nil:
+		return runRecord{}, fmt.Errorf("flock train %s: %w", strings.Join(r.Args, " "), err)
+	case res.Interrupted:
+		return runRecord{}, fmt.Errorf("flock train %s: interrupted after step %d of %d", strings.Join(r.Args, " "), res.Step, res.TotalSteps)
 	}
-	return nil
+	s := res.Summary
+	if !s.Evaluated || s.Comm == nil {
+		return runRecord{}, fmt.Errorf("flock train %s: no test accuracy or no communication in the summary", strings.Join(r.Args, " "))
+	}
+	rec.Epochs, rec.Steps, rec.Wall, rec.TestAcc, rec.Comm = s.Epochs, s.Steps, s.Wall.Seconds(), s.TestAcc, *s.Comm
+	return rec, nil
 }
 
 // modelParams is the number of parameters of the model name on

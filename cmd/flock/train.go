@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/flockml/flock/dataset"
 	"github.com/flockml/flock/dist"
 	"github.com/flockml/flock/internal/term"
+	"github.com/flockml/flock/job"
 	"github.com/flockml/flock/nn"
 	"github.com/flockml/flock/nn/models"
 	"github.com/flockml/flock/train"
@@ -440,40 +440,14 @@ func launcherEnv() (dist.Env, bool, error) {
 	return env, env.Size > 1, nil
 }
 
-// worker is one rank held by this process.
-type worker struct {
-	rank  int
-	comm  dist.Comm
-	strat train.Strategy
-	t     *train.Trainer
-	// closeData releases the worker's data (its .beton streams).
-	closeData func()
-	sum       train.Summary
-	err       error
-}
-
-// closeStrategy stops the worker's strategy (its queue, its buffers).
-func (w *worker) closeStrategy() {
-	if w.strat != nil {
-		w.strat.Close()
-	}
-}
-
-// trainWorkers trains with the workers this process holds: one alone when
-// comms is nil, otherwise one per Comm, data-parallel. Rank 0 evaluates,
-// reports and writes checkpoints. A worker that fails closes its Comm, so
-// that the others stop with an error naming it instead of waiting.
+// trainWorkers trains with the workers this process holds (job.Run: one
+// alone when comms is nil, otherwise one per Comm) and reports for people
+// or as JSON Lines.
 func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, sets *trainSets, comms []dist.Comm, stdout, stderr io.Writer) int {
 	world := 1
 	if comms != nil {
 		world = comms[0].Size()
 	}
-	// Only rank 0 watches ctx: on Ctrl-C it stops between two steps,
-	// checkpoints and closes its Comm, which stops the others. Collectives
-	// and the other ranks stop early only when a worker fails.
-	commCtx, fail := context.WithCancel(context.Background())
-	defer fail()
-
 	if sets.stepsPerEpoch(cfg, world) == 0 {
 		who := fmt.Sprintf("--workers %d", world)
 		if len(comms) == 1 {
@@ -490,159 +464,45 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, sets *t
 	output := &outputWriter{w: stdout, failed: outputFailed}
 	out := newReporter(output, o.json, term.IsTerminal(stdout))
 	out.workers = world
-	ws := make([]*worker, max(len(comms), 1))
-	defer func() {
-		for _, w := range ws {
-			if w == nil {
-				continue
-			}
-			w.closeStrategy()
-			if w.comm != nil {
-				w.comm.Close()
-			}
-			if w.t != nil {
-				w.t.Close()
-			}
-			if w.closeData != nil {
-				w.closeData()
-			}
-		}
-	}()
-	var rank0 *worker
-	for i := range ws {
-		w := &worker{}
-		ws[i] = w
-		opts := train.Options{MaxNonFiniteSteps: o.divergedSteps, CheckpointEvery: o.checkpointEvery}
-		if o.divergedSteps == 0 {
-			opts.MaxNonFiniteSteps = -1
-		}
-		test := sets.hasTest()
-		if comms != nil {
-			w.comm, w.rank = comms[i], comms[i].Rank()
-			s, err := train.NewStrategy(w.comm, cfg, train.StrategyRun{StepsPerEpoch: sets.stepsPerEpoch(cfg, world), Context: commCtx})
-			if err != nil {
-				fmt.Fprintf(stderr, "flock train: %v\n", err)
-				return exitFailure
-			}
-			w.strat = s
-			opts.Strategy, opts.Rank, opts.World = s, w.rank, world
-			if checkpointSets(s) {
-				opts.CheckpointComm, opts.CheckpointPath = w.comm, o.checkpoint
-			}
-		}
-		if w.rank == 0 {
-			rank0 = w
-			opts.OnRecord, opts.OnProgress, opts.CheckpointPath = out.record, out.progress, o.checkpoint
-		} else {
-			opts.PeerEvaluates = test
-			test = false
-		}
-		t, closeData, err := sets.trainer(cfg, test, opts)
-		w.closeData = closeData
-		if err != nil {
-			fmt.Fprintf(stderr, "flock train: %v\n", err)
-			return exitFailure
-		}
-		w.t = t
-		if o.resume != "" {
-			if err := t.LoadCheckpoint(o.resume); err != nil {
-				fmt.Fprintf(stderr, "flock train: %v\n", err)
-				return exitFailure
-			}
-		}
+	spec := job.Spec{
+		Config: cfg, Comms: comms, Build: sets.trainer, StepsPerEpoch: sets.stepsPerEpoch(cfg, world), Test: sets.hasTest(),
+		Checkpoint: o.checkpoint, CheckpointEvery: o.checkpointEvery, Resume: o.resume, StopAfter: o.stopAfter,
+		MaxNonFiniteSteps: o.divergedSteps, OnRecord: out.record, OnProgress: out.progress,
+		OnStart: func(t *train.Trainer, s train.Strategy) {
+			out.strategy = strategyName(s)
+			out.start(t, sets, o)
+		},
 	}
-	if rank0 != nil {
-		out.strategy = strategyName(rank0.strat)
-		out.start(rank0.t, sets, o)
+	if o.divergedSteps == 0 {
+		spec.MaxNonFiniteSteps = -1
 	}
-
-	var (
-		mu    sync.Mutex
-		first *worker
-		wg    sync.WaitGroup
-	)
-	coordinated := comms != nil && checkpointSets(ws[0].strat)
-	_, apart := ws[0].strat.(train.IndependentWorkers)
-	for _, w := range ws {
-		wg.Go(func() {
-			// Workers whose strategy coordinates stopping all watch ctx
-			// and stop together at their next synchronization.
-			runCtx := commCtx
-			if w.rank == 0 || coordinated || apart {
-				runCtx = ctx
-			}
-			stop := w.t.TotalSteps()
-			if o.stopAfter > 0 {
-				stop = min(stop, o.stopAfter)
-			}
-			w.sum, w.err = w.t.RunUntil(runCtx, stop)
-			if apart {
-				// Goodbyes to the partners before the Comm closes, so
-				// that a worker stopped early is not taken for lost.
-				w.closeStrategy()
-			}
-			if w.err == nil && stop < w.t.TotalSteps() && o.checkpoint != "" && (w.rank == 0 || coordinated) {
-				w.err = w.t.SaveCheckpoint(o.checkpoint)
-			}
-			stopped := coordinated && interruption(w.err)
-			// The last all-reduce may still need this rank's peers. (Swarm's
-			// workers part with goodbyes to their partners instead, and
-			// must not wait for a partner that died.)
-			if (w.err == nil || stopped) && len(ws) == 1 && w.comm != nil && !apart {
-				w.closeStrategy()
-				bctx, cancel := dist.WithDefaultTimeout(commCtx, dist.DefaultTimeout)
-				if err := w.comm.Barrier(bctx); err != nil && w.err == nil {
-					w.err = err
-				}
-				cancel()
-			}
-			if w.err == nil || stopped {
-				return
-			}
-			mu.Lock()
-			if first == nil {
-				first = w
-			}
-			mu.Unlock()
-			if w.comm != nil {
-				w.comm.Close()
-			}
-			if ctx.Err() == nil {
-				fail()
-			}
-		})
+	res, err := job.Run(ctx, spec)
+	var failed *job.WorkerError
+	if err != nil && !errors.As(err, &failed) {
+		fmt.Fprintf(stderr, "flock train: %v\n", err)
+		return exitFailure
 	}
-	wg.Wait()
-
-	if rank0 != nil {
-		sum := rank0.sum
-		sum.ImagesPerSec *= float64(world)
-		out.finish(sum)
+	if res.Rank0 {
+		out.finish(res.Summary)
 	}
 	if err := output.Err(); err != nil {
-		t := ws[0].t
-		msg := fmt.Sprintf("flock train: write output: %v; stopped after step %d of %d", err, t.Step(), t.TotalSteps())
-		if rank0 != nil && o.checkpoint != "" && interruption(rank0.err) {
+		msg := fmt.Sprintf("flock train: write output: %v; stopped after step %d of %d", err, res.Step, res.TotalSteps)
+		if res.Checkpointed {
 			msg += fmt.Sprintf("; checkpoint written to %s", o.checkpoint)
 		}
 		fmt.Fprintln(stderr, msg)
 		return exitFailure
 	}
-	if ctx.Err() != nil || interruption(ws[0].err) {
-		t := ws[0].t
-		msg := fmt.Sprintf("flock train: interrupted after step %d of %d", t.Step(), t.TotalSteps())
-		if rank0 != nil && o.checkpoint != "" && interruption(rank0.err) {
+	if res.Interrupted {
+		msg := fmt.Sprintf("flock train: interrupted after step %d of %d", res.Step, res.TotalSteps)
+		if res.Checkpointed {
 			msg += fmt.Sprintf("; checkpoint written to %s (continue with --resume %[1]s)", o.checkpoint)
 		}
 		fmt.Fprintln(stderr, msg)
 		return exitInterrupted
 	}
-	if first != nil {
-		if world > 1 {
-			fmt.Fprintf(stderr, "flock train: rank %d of %d: %v\n", first.rank, world, first.err)
-		} else {
-			fmt.Fprintf(stderr, "flock train: %v\n", first.err)
-		}
+	if failed != nil {
+		fmt.Fprintf(stderr, "flock train: %v\n", failed)
 		return exitFailure
 	}
 	return exitOK
@@ -657,19 +517,6 @@ func strategyName(s train.Strategy) string {
 		return s.String()
 	}
 	return fmt.Sprintf("%T", s)
-}
-
-// interruption reports whether err ends a run that was interrupted, here
-// or, for strategies that stop their workers together, on another worker.
-func interruption(err error) bool {
-	return errors.Is(err, context.Canceled) || errors.Is(err, train.ErrPeerInterrupted)
-}
-
-// checkpointSets reports whether s lets the workers' models differ, so
-// that a checkpoint is a set of one file per worker.
-func checkpointSets(s train.Strategy) bool {
-	_, ok := s.(train.WorkerCheckpoints)
-	return ok
 }
 
 // reporter writes a run's records for people (a progress bar on a
