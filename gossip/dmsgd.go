@@ -28,7 +28,7 @@ type DmSGDOptions struct {
 }
 
 // DmSGD is decentralized momentum SGD in its adapt-then-combine form
-// (strategies.md §4; Yuan, Chen, Huang, Zhang, Pan, Xu and Yin, 2021,
+// (Yuan, Chen, Huang, Zhang, Pan, Xu and Yin, 2021,
 // "DecentLaM", and Ying et al., 2021, who train with it over exponential
 // graphs): at iteration k worker i takes
 //

@@ -202,7 +202,7 @@ func runK(t *testing.T, cfg train.Config, data *dataset.Images, k int, comms []d
 
 // TestDmSGDFullIsDataParallel checks that DmSGD over the fully connected
 // graph (W = 11ᵀ/n) takes data-parallel SGD's steps, step for step,
-// without momentum as strategies.md states and with it (the momenta's
+// without momentum as DmSGD's documentation states and with it (the momenta's
 // mean follows SGD's recursion on the mean gradient), and that over a
 // ring it does not. -short runs K = 2 with momentum and K = 4 without.
 func TestDmSGDFullIsDataParallel(t *testing.T) {

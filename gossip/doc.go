@@ -1,6 +1,7 @@
 // Package gossip is flock's decentralized training: workers that average
 // with a few neighbours at each iteration instead of all-reducing with
-// everyone (strategies.md §4 and §5). Its foundation is the topologies:
+// everyone: DmSGD over exponential graphs (Ying et al., 2021) and Swarm
+// SGD (Nadiradze et al., 2021). Its foundation is the topologies:
 // who mixes with whom, with which weights, and how fast that mixes.
 //
 // # Mixing

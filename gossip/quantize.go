@@ -8,7 +8,7 @@ import (
 )
 
 // Quantizer is the lattice quantizer with which Swarm SGD exchanges models
-// (strategies.md §5; Nadiradze, Sabour, Davies, Li and Alistarh, 2021;
+// (Nadiradze, Sabour, Davies, Li and Alistarh, 2021, §3;
 // Davies, Gurunathan, Moshrefi, Ashkboos and Alistarh, 2021, "New bounds
 // for distributed mean estimation and variance reduction"). The sender
 // sends, per coordinate, its grid point modulo q = 2^Bits; the receiver

@@ -62,7 +62,7 @@ type SwarmOptions struct {
 	Context context.Context
 }
 
-// Swarm is Swarm SGD (strategies.md §5; Nadiradze, Sabour, Davies, Li and
+// Swarm is Swarm SGD (Nadiradze, Sabour, Davies, Li and
 // Alistarh, 2021, "Asynchronous Decentralized SGD with Quantized and Local
 // Updates") as a train.Strategy: no global rounds; each worker takes H
 // local steps of its optimizer, then averages its parameters with one

@@ -32,7 +32,9 @@ func allTopologies(t *testing.T, n int) []Topology {
 	return tops
 }
 
-// TestRho checks ρ = ‖W − 11ᵀ/n‖₂ against strategies.md §4.
+// TestRho checks ρ = ‖W − 11ᵀ/n‖₂ against tabulated values and, for the
+// static exponential graph of even n, against 1 − 2/(τ+1) (Ying et al.,
+// 2021, for n a power of two).
 func TestRho(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {

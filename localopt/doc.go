@@ -5,7 +5,8 @@
 // # Schedules
 //
 // A SyncSchedule chooses H once per round, at its first step t, from the
-// learning rate η_t (strategies.md §2):
+// learning rate η_t (Gu, Lyu, Arora and Huang, 2024, "A Quadratic
+// Synchronization Rule for Distributed Deep Learning", §3):
 //
 //	Constant{H}                  H
 //	PostLocal{SwitchStep, H}     1 before SwitchStep (data parallel in effect), H after

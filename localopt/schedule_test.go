@@ -8,8 +8,9 @@ import (
 	"github.com/flockml/flock/optim"
 )
 
-// specSchedule is the learning rate of strategies.md §2's test vector:
-// cosine from 0.1 to 0 over 110 steps after a linear warm-up from 0 of 10.
+// specSchedule is the learning rate of the schedules' test vector (as
+// flock sync-plan's help gives it): cosine from 0.1 to 0 over 110 steps
+// after a linear warm-up from 0 of 10.
 func specSchedule() optim.Schedule {
 	return optim.Schedule{Base: 0.1, Decay: optim.Cosine, WarmupSteps: 10, WarmupStart: 0, TotalSteps: 110, Final: 0}
 }

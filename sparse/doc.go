@@ -8,8 +8,7 @@
 // # Our design
 //
 // The paper's full algorithm text was not available to us; this package
-// implements the design of the project's specification (strategies.md §6),
-// which follows the paper's idea:
+// implements the design below, which follows the paper's idea:
 //
 //  1. A layer is the group of parameters of one module (a convolution's
 //     weight and bias, a batch norm's scale and shift). Each step layer ℓ

@@ -6,8 +6,9 @@ import (
 	"testing"
 )
 
-// TestSyncPlan checks flock sync-plan against strategies.md §2's test
-// vector and its refusal of bad settings.
+// TestSyncPlan checks flock sync-plan against the schedules' test vector
+// (its help's example; localopt's TestQSRVector) and its refusal of bad
+// settings.
 func TestSyncPlan(t *testing.T) {
 	args := []string{"sync-plan", "--lr", "0.1", "--warmup-steps", "10", "--warmup-start-lr", "0", "--final-lr", "0", "--steps", "110", "--decay", "cosine", "--sync", "qsr", "--qsr-alpha", "0.2", "--h-base", "2"}
 	var stdout, stderr bytes.Buffer

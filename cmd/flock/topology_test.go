@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// TestTopology checks flock topology's ρ against strategies.md §4, its
+// TestTopology checks flock topology's ρ against package gossip's, its
 // matrix, list and JSON forms, and its refusal of bad flags.
 func TestTopology(t *testing.T) {
 	for _, c := range []struct {
