@@ -32,6 +32,12 @@ type Module interface {
 	// Release frees the parameters and buffers of the module and its
 	// descendants. The module must not be used afterwards.
 	Release()
+	// To moves the parameters and buffers of the module and its
+	// descendants to device dev (PyTorch's module.to(device)), keeping
+	// their names, values and whether they require a gradient. Gradients
+	// and optimizer state made before do not follow: move a model before
+	// building its optimizer.
+	To(dev tensor.Device)
 }
 
 // Layer is a module with one input and one output.
@@ -230,6 +236,32 @@ func (b *Base) Release() {
 		if !others[m] {
 			others[m] = true
 			m.Release()
+		}
+	})
+}
+
+// To implements Module.
+func (b *Base) To(dev tensor.Device) {
+	vars := map[*autograd.Var]bool{}
+	bufs := map[*tensor.Tensor]bool{}
+	others := map[Module]bool{}
+	b.walk("", map[*Base]bool{}, func(_ string, m *Base) {
+		for _, p := range m.params {
+			if !vars[p.Param] {
+				vars[p.Param] = true
+				p.Param.Value.MoveTo(dev)
+			}
+		}
+		for _, p := range m.buffers {
+			if !bufs[p.Buffer] {
+				bufs[p.Buffer] = true
+				p.Buffer.MoveTo(dev)
+			}
+		}
+	}, func(_ string, m Module) {
+		if !others[m] {
+			others[m] = true
+			m.To(dev)
 		}
 	})
 }

@@ -28,6 +28,22 @@ func (t *Tensor) To(dev Device) *Tensor {
 	return out
 }
 
+// MoveTo moves t to device dev in place: its storage becomes a contiguous
+// copy on dev and t lets go of the old one, so that whoever holds this
+// *Tensor (a module's field and its registered buffer alike) finds it
+// there. Views of t made before keep the old storage. Nothing happens
+// when t is on dev already.
+func (t *Tensor) MoveTo(dev Device) {
+	if t.Device() == dev {
+		return
+	}
+	moved := t.To(dev)
+	old := t.st
+	t.st, t.strides, t.offset = moved.st, moved.strides, moved.offset
+	moved.st = nil // t holds its reference now
+	old.release()
+}
+
 // ToSlice returns t's elements in row-major order, converted to T.
 func ToSlice[T Elem](t *Tensor) []T {
 	out := make([]T, t.NumElements())
