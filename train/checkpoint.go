@@ -186,7 +186,9 @@ func checkpointConfig(path string, meta map[string]string) (Config, error) {
 	if err := dec.Decode(&cfg); err != nil {
 		return Config{}, fmt.Errorf("train: checkpoint %s: config: %w", path, err)
 	}
-	if err := cfg.Validate(); err != nil {
+	// The model is the Trainer's to check (a model of the caller's, built
+	// outside nn/models, has a name the registry does not know).
+	if err := cfg.validateRun(); err != nil {
 		return Config{}, fmt.Errorf("train: checkpoint %s: stored %s", path, strings.TrimPrefix(err.Error(), "train: "))
 	}
 	return cfg, nil

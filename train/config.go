@@ -7,9 +7,11 @@ import (
 	"strings"
 
 	"github.com/flockml/flock/autograd"
+	"github.com/flockml/flock/backend"
 	"github.com/flockml/flock/nn"
 	"github.com/flockml/flock/nn/models"
 	"github.com/flockml/flock/optim"
+	"github.com/flockml/flock/tensor"
 )
 
 // Config describes a training run completely: with the same Config, data
@@ -64,6 +66,10 @@ type Config struct {
 	// TrainImages trains on the first TrainImages images of the training
 	// set only (0: all of them), for short experiments with large models.
 	TrainImages int `json:"train_images,omitempty"`
+	// Device names where the model, its optimizer state and the batches
+	// live ("cpu", "cuda", "cuda:N": a backend's name); empty means the
+	// default device (tensor.DefaultDevice).
+	Device string `json:"device,omitempty"`
 	// Strategy is how several workers cooperate (a registered strategy
 	// and its settings); one worker alone ignores it.
 	Strategy StrategyConfig `json:"strategy"`
@@ -107,9 +113,22 @@ func (c Config) Validate() error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("train: config: "+format, a...)
 	}
-	switch {
-	case !slices.Contains(models.Names(), c.Model):
+	if !slices.Contains(models.Names(), c.Model) {
 		return bad("unknown model %q (want %s)", c.Model, strings.Join(models.Names(), ", "))
+	}
+	if _, err := models.ParseStem(c.Stem); err != nil {
+		return bad("%v", err)
+	}
+	return c.validateRun()
+}
+
+// validateRun checks the settings of the run whatever its model: those of
+// Validate but the model's.
+func (c Config) validateRun() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("train: config: "+format, a...)
+	}
+	switch {
 	case c.Epochs <= 0:
 		return bad("epochs %d: want > 0", c.Epochs)
 	case c.BatchSize <= 0:
@@ -141,10 +160,19 @@ func (c Config) Validate() error {
 	case c.TrainImages < 0:
 		return bad("train images %d: want ≥ 0 (0: all)", c.TrainImages)
 	}
-	if _, err := models.ParseStem(c.Stem); err != nil {
-		return bad("%v", err)
-	}
 	return c.Strategy.Validate()
+}
+
+// device returns the backend Device names (nil for the default device).
+func (c Config) device() (tensor.Device, error) {
+	if c.Device == "" {
+		return nil, nil
+	}
+	d, err := backend.Get(c.Device)
+	if err != nil {
+		return nil, fmt.Errorf("train: device %q: %w", c.Device, err)
+	}
+	return d, nil
 }
 
 // modelConfig returns the models.Config of images c×h×w in k classes.

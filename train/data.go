@@ -9,19 +9,17 @@ import (
 	"github.com/flockml/flock/dataset"
 )
 
-// Data is where a Trainer's batches come from: the images of a data set
-// cut into batches, epoch after epoch, in an order that is a pure function
-// of the position, so that a run resumes exactly where a checkpoint left
-// it. dataset.Loader over images in memory (ImagesData) and package ffcv's
-// streaming loader over a .beton file (ffcv.ImageStream) are Data.
+// Batches is where a Trainer's batches come from: a data set cut into
+// batches, epoch after epoch, in an order that is a pure function of the
+// position, so that a run resumes exactly where a checkpoint left it. Any
+// inputs and targets will do (images and labels, token ids and the next
+// ones, features and values): the model and the Task give them meaning.
+// TensorData holds samples in memory.
 //
-// The training data's order must depend on nothing but (seed, epoch, rank,
-// world) and its augmentations on nothing but (seed, epoch, sample).
-type Data interface {
-	// Shape returns the images' channels, height and width as the batches
-	// hold them, and the number of classes.
-	Shape() (c, h, w, classes int)
-	// Len returns the number of images this rank visits per epoch.
+// The order must depend on nothing but (seed, epoch, rank, world) and
+// augmentations on nothing but (seed, epoch, sample).
+type Batches interface {
+	// Len returns the number of samples this rank visits per epoch.
 	Len() int
 	// BatchesPerEpoch returns the number of batches per epoch.
 	BatchesPerEpoch() int
@@ -29,11 +27,23 @@ type Data interface {
 	Position() dataset.Position
 	// Seek moves to p: the next batch is batch p.Batch of epoch p.Epoch.
 	Seek(p dataset.Position) error
-	// Next returns the batch at Position() and moves past it: images
-	// float32 [B, C, H, W] and labels int64 [B] that the caller releases.
-	// At the end of an epoch it returns io.EOF and moves to the start of
-	// the next one.
+	// Next returns the batch at Position() and moves past it: inputs X
+	// and targets Y whose first axis is the batch's, which the caller
+	// releases. At the end of an epoch it returns io.EOF and moves to the
+	// start of the next one.
 	Next(ctx context.Context) (dataset.Batch, error)
+}
+
+// Data is Batches of images for classification, from which New and
+// NewWithData size a model of package nn/models: images float32
+// [B, C, H, W] and labels int64 [B]. dataset.Loader over images in memory
+// (ImagesData) and package ffcv's streaming loader over a .beton file
+// (ffcv.ImageStream) are Data.
+type Data interface {
+	Batches
+	// Shape returns the images' channels, height and width as the batches
+	// hold them, and the number of classes.
+	Shape() (c, h, w, classes int)
 }
 
 // ImagesData is Data over images in memory: a dataset.Loader and the images

@@ -68,16 +68,18 @@ var ErrPeerInterrupted = errors.New("another worker was interrupted")
 //
 // A Trainer is not safe for concurrent use.
 type Trainer struct {
-	cfg      Config
-	opts     Options
-	model    nn.Layer
-	params   []nn.NamedParameter
-	opt      optim.Optimizer
-	sched    optim.Schedule
-	loss     nn.CrossEntropyLoss
+	cfg    Config
+	opts   Options
+	model  nn.Layer
+	params []nn.NamedParameter
+	opt    optim.Optimizer
+	sched  optim.Schedule
+	task   Task
+	// hasAcc reports whether the task measures an accuracy.
+	hasAcc   bool
 	gen      *tensor.Generator
-	data     Data
-	test     Data
+	data     Batches
+	test     Batches
 	strategy Strategy
 	sc       StepContext
 	setUp    bool
@@ -117,8 +119,12 @@ func New(cfg Config, trainSet, testSet *dataset.Images, opts Options) (*Trainer,
 	if cfg.TrainImages > 0 && cfg.TrainImages < trainSet.N {
 		trainSet = trainSet.Head(cfg.TrainImages)
 	}
+	dev, err := cfg.device()
+	if err != nil {
+		return nil, err
+	}
 	data, err := NewImagesData(trainSet, dataset.LoaderOptions{
-		BatchSize: cfg.BatchSize, Shuffle: true, Seed: cfg.Seed, Rank: opts.Rank, World: opts.World,
+		BatchSize: cfg.BatchSize, Shuffle: true, Seed: cfg.Seed, Rank: opts.Rank, World: opts.World, Device: dev,
 	})
 	if err != nil {
 		return nil, err
@@ -135,7 +141,7 @@ func New(cfg Config, trainSet, testSet *dataset.Images, opts Options) (*Trainer,
 		if bs == 0 {
 			bs = 1000
 		}
-		tl, err := dataset.NewLoader(testSet, dataset.LoaderOptions{BatchSize: bs})
+		tl, err := dataset.NewLoader(testSet, dataset.LoaderOptions{BatchSize: bs, Device: dev})
 		if err != nil {
 			return nil, fmt.Errorf("train: test set: %w", err)
 		}
@@ -144,7 +150,8 @@ func New(cfg Config, trainSet, testSet *dataset.Images, opts Options) (*Trainer,
 	return NewWithData(cfg, data, test, opts)
 }
 
-// newTrainer builds the model and optimizer of cfg for the images of data.
+// newTrainer builds the model of cfg for the images of data and the
+// Trainer that classifies them.
 func newTrainer(cfg Config, data, test Data, sched optim.Schedule, opts Options) (*Trainer, error) {
 	gen := tensor.NewGenerator(cfg.Seed)
 	c, h, w, k := data.Shape()
@@ -156,6 +163,27 @@ func newTrainer(cfg Config, data, test Data, sched optim.Schedule, opts Options)
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
+	return newTrainerOf(cfg, model, Classification{LabelSmoothing: cfg.LabelSmoothing}, gen, batches(data), batches(test), sched, opts)
+}
+
+// batches returns d as Batches, nil for a nil d.
+func batches(d Data) Batches {
+	if d == nil {
+		return nil
+	}
+	return d
+}
+
+// newTrainerOf builds the Trainer of model on task, the model moved to
+// cfg's device, its optimizer built there.
+func newTrainerOf(cfg Config, model nn.Layer, task Task, gen *tensor.Generator, data, test Batches, sched optim.Schedule, opts Options) (*Trainer, error) {
+	dev, err := cfg.device()
+	if err != nil {
+		return nil, err
+	}
+	if dev != nil {
+		model.To(dev)
+	}
 	params := model.NamedParameters()
 	t := &Trainer{
 		cfg:      cfg,
@@ -164,7 +192,8 @@ func newTrainer(cfg Config, data, test Data, sched optim.Schedule, opts Options)
 		params:   params,
 		opt:      cfg.optimizer(params),
 		sched:    sched,
-		loss:     nn.NewCrossEntropyLoss(cfg.LabelSmoothing),
+		task:     task,
+		hasAcc:   true,
 		gen:      gen,
 		data:     data,
 		test:     test,
@@ -318,13 +347,13 @@ func (t *Trainer) trainStep() error {
 	x := autograd.Const(b.X)
 	logits := t.model.Forward(x)
 	x.Release()
-	loss := t.loss.Forward(logits, b.Y)
+	loss := t.task.Loss(logits, b.Y)
 	if loss.RequiresGrad() {
 		// A strategy may have switched every gradient off for this step.
 		loss.Backward()
 	}
 	lossVal := loss.Value.Item()
-	correct := countCorrect(logits.Value, b.Y)
+	correct := t.correct(logits.Value, b.Y)
 	loss.Release()
 	logits.Release()
 	b.Y.Release()
@@ -433,6 +462,9 @@ func (t *Trainer) logTrain() {
 		return
 	}
 	loss, acc := t.interval.mean()
+	if !t.hasAcc {
+		acc = math.NaN()
+	}
 	t.emit(Record{
 		Kind: KindTrain, Step: t.step, Epoch: (t.step-1)/t.StepsPerEpoch() + 1,
 		LR: t.sched.LR(t.step - 1), Loss: loss, Acc: acc, ImagesPerSec: t.interval.rate(),
@@ -554,7 +586,6 @@ func (t *Trainer) EvaluateData() (loss, acc float64, err error) {
 			err = fmt.Errorf("train: test set: %w", err)
 			return
 		}
-		ce := autograd.CrossEntropyOptions{Reduction: autograd.ReductionSum}
 		for {
 			var b dataset.Batch
 			b, err = t.test.Next(context.Background())
@@ -569,11 +600,9 @@ func (t *Trainer) EvaluateData() (loss, acc float64, err error) {
 			x := autograd.Const(b.X)
 			logits := t.model.Forward(x)
 			x.Release()
-			l := autograd.CrossEntropy(logits, b.Y, ce)
-			sum += l.Value.Item()
-			correct += countCorrect(logits.Value, b.Y)
+			sum += t.task.EvalLoss(logits, b.Y)
+			correct += t.correct(logits.Value, b.Y)
 			n += int64(b.Y.Size(0))
-			l.Release()
 			logits.Release()
 			b.Y.Release()
 		}
@@ -584,7 +613,18 @@ func (t *Trainer) EvaluateData() (loss, acc float64, err error) {
 	if n == 0 {
 		return math.NaN(), math.NaN(), nil
 	}
-	return sum / float64(n), float64(correct) / float64(n), nil
+	return sum / float64(n), accuracy(correct, n, t.hasAcc), nil
+}
+
+// correct counts the samples of a batch the task gets right (0 for a task
+// without accuracy, which it then notes).
+func (t *Trainer) correct(out, target *tensor.Tensor) int64 {
+	c := t.task.Correct(out, target)
+	if c < 0 {
+		t.hasAcc = false
+		return 0
+	}
+	return c
 }
 
 // Elapsed returns the run's wall time so far, across resumes.
@@ -602,6 +642,9 @@ func (t *Trainer) Summary() Summary {
 		last = t.prevEpoch
 	}
 	loss, acc := last.mean()
+	if !t.hasAcc {
+		acc = math.NaN()
+	}
 	return Summary{
 		Epochs:       t.step / t.StepsPerEpoch(),
 		Steps:        t.step,
