@@ -1,11 +1,8 @@
 package examples
 
 import (
-	"bytes"
 	"fmt"
 	"math"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -41,21 +38,7 @@ const ffcvData = "../testdata/ffcv"
 // The go command runs offline (GOPROXY=off): flock comes from this
 // repository and its dependencies from the module cache that built it.
 func TestEvaluate(t *testing.T) {
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("no go command to run the example with: %v", err)
-	}
-	// go test caches a passing result by the files the test itself opens:
-	// read the example's, so that a change to them runs the test again.
-	files, err := os.ReadDir("evaluate")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		if _, err := os.ReadFile(filepath.Join("evaluate", f.Name())); err != nil {
-			t.Fatal(err)
-		}
-	}
+	run := exampleRunner(t, "evaluate")
 	dir := t.TempDir()
 	weights := filepath.Join(dir, "resnet50.safetensors")
 	logits := filepath.Join(dir, "logits.npy")
@@ -84,15 +67,6 @@ func TestEvaluate(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	run := func(args ...string) (string, error) {
-		cmd := exec.Command(goCmd, append([]string{"run", "."}, args...)...)
-		cmd.Dir = "evaluate"
-		cmd.Env = append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"), "GOPROXY=off", "GOWORK=off", "GOTOOLCHAIN=local")
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
-		return out.String(), err
-	}
 	beton, err := filepath.Abs(filepath.Join(ffcvData, "jpeg_q90_max256.beton"))
 	if err != nil {
 		t.Fatal(err)

@@ -48,6 +48,10 @@ type Spec struct {
 	// OnStart is called once every worker is built (and resumed), before
 	// training, with rank 0's Trainer and strategy (nil alone).
 	OnStart func(t *train.Trainer, s train.Strategy)
+	// OnFinish is called after training with each worker's rank and
+	// Trainer, in rank order, before Run releases them: the place to keep
+	// what the models learned.
+	OnFinish func(rank int, t *train.Trainer)
 }
 
 // Result is what a job did: rank 0's view.
@@ -241,6 +245,11 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 		})
 	}
 	wg.Wait()
+	if spec.OnFinish != nil {
+		for _, w := range ws {
+			spec.OnFinish(w.rank, w.t)
+		}
+	}
 
 	t := ws[0].t
 	res.Step, res.TotalSteps = t.Step(), t.TotalSteps()
