@@ -101,8 +101,9 @@ func gpuWorkers(dc deviceChoice, workers int, workersGiven, launched bool) (int,
 }
 
 // placeOnDevice opens the --device of a process with the given local rank
-// and makes it the default of new tensors, so that the model, the
-// optimizer's state and the batches are made there; it sets *workers as
+// and makes it the default of new tensors, so that what ops allocate on
+// their own is made there too (the run places its model, the optimizer's
+// state and the batches by train.Config.Device); it sets *workers as
 // gpuWorkers says. It returns the device (nil for the CPU) and the exit
 // status of a failure, having reported it in one line, or −1.
 func placeOnDevice(device string, localRank int, workers *int, workersGiven, launched bool, stderr io.Writer) (tensor.Device, int) {

@@ -343,6 +343,13 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 	if code >= 0 {
 		return code
 	}
+	// The device is the run's (Config.Device: the model, its optimizer
+	// state and the batches); placeOnDevice also made it the default for
+	// what the ops allocate on their own.
+	cfg.Device = ""
+	if dev != nil {
+		cfg.Device = dev.Name()
+	}
 	if o.threads > 0 {
 		runtime.GOMAXPROCS(o.threads)
 	}
