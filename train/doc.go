@@ -22,11 +22,18 @@
 // exactly. Each record says how long the steps waited for their batches
 // (Record.DataWait).
 //
+// NewModule trains a model of the caller's — any nn.Layer — on any Task
+// (Classification, Regression or one's own: a loss, an evaluation loss,
+// an accuracy where it means something) over any Batches (TensorData
+// holds samples of any shape in memory), with the same optimizers,
+// schedules, strategies and checkpoints. Config.Device places the model,
+// its optimizer state and the batches of New's loaders.
+//
 // One step, at step s of the run (counting from 0):
 //
 //	batch ← loader at (epoch, batch) = (s / StepsPerEpoch, s mod StepsPerEpoch)
 //	η ← schedule.LR(s);  optimizer.SetLR(η)
-//	loss ← CrossEntropy(model(batch.X), batch.Y);  loss.Backward()
+//	loss ← task.Loss(model(batch.X), batch.Y);  loss.Backward()
 //	strategy.AfterBackward                 (gradients final)
 //	optimizer.Step()
 //	strategy.AfterStep                     (parameters updated)
@@ -47,7 +54,19 @@
 // K·b; local SGD and QSR (average the parameters in AfterStep when the
 // period — chosen from the next step's rate — ends) and gossip (mix with
 // neighbours in AfterStep) plug in as strategies; Options.Rank and World
-// shard the data among workers. A strategy with state implements Stateful to be checkpointed.
+// shard the data among workers. A strategy with state implements Stateful
+// to be checkpointed.
+//
+// Strategies are registered by their packages (RegisterStrategy: a
+// StrategyKind with its settings, which define its flags and its JSON in a
+// Config, and its constructor), and built from a Config by NewStrategy;
+// what a run needs of one it asks through interfaces (WorkerCheckpoints,
+// StopCoordinator, IndependentWorkers, EvalPreparer, CommReporter), never
+// by its name. What they share is here: FlatParams lays the parameters out
+// in one buffer on the Comm's device, CommAccount keeps the accounting
+// (checkpointed), the pending consensus distance and the collectives under
+// the default timeout, and averages the workers' models for evaluation;
+// ConsensusSample measures the consensus distance the same way for all.
 //
 // # Metrics
 //
