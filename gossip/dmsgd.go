@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -259,6 +260,12 @@ func (d *DmSGD) LoadState(ts map[string]*tensor.Tensor, sc map[string]string) er
 	if sc["topology"] != d.topo.String() || sc["local_steps"] != strconv.Itoa(d.j) {
 		return fmt.Errorf("dmsgd: the checkpoint mixed over the %s every %s steps, this run over the %s every %d",
 			sc["topology"], sc["local_steps"], d.topo.String(), d.j)
+	}
+	if sc["syncs"] == "" {
+		// Written before the accounting was shared: the mixings are its
+		// synchronizations.
+		sc = maps.Clone(sc)
+		sc["syncs"] = sc["mixings"]
 	}
 	if sc["syncs"] != sc["mixings"] {
 		return fmt.Errorf("dmsgd: state: %s mixings but %s synchronizations", sc["mixings"], sc["syncs"])

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -692,5 +693,34 @@ func TestDmSGDEvaluatesAverage(t *testing.T) {
 	}
 	if st[0].EvalBytes == 0 || st0[0].EvalBytes != 0 || st[0].Sent != st0[0].Sent {
 		t.Errorf("evaluation bytes %d (training %d) with evaluations, %d (training %d) without", st[0].EvalBytes, st[0].Sent, st0[0].EvalBytes, st0[0].Sent)
+	}
+}
+
+// TestDmSGDLoadsOlderState checks that the state of a checkpoint written
+// before DmSGD's accounting was shared — its mixings, without a count of
+// synchronizations — still loads, the mixings picking W(k) as before, and
+// that a state whose two counts disagree is refused.
+func TestDmSGDLoadsOlderState(t *testing.T) {
+	c := dist.NewLocal(1)[0]
+	defer c.Close()
+	topo := gossip.OnePeerExponential(1)
+	older := map[string]string{
+		"kind": "dmsgd", "topology": topo.String(), "local_steps": "1", "mixings": "7", "pending": "",
+		"dp_bytes": "100", "consensus": "0.25", "blocked_ns": "5", "traffic.sent": "40", "traffic.recv": "40", "traffic.ops": "3",
+		"setup.sent": "8", "setup.recv": "8", "setup.ops": "1", "eval.sent": "0", "eval.recv": "0", "eval.ops": "0",
+	}
+	d, err := gossip.NewDmSGD(c, gossip.DmSGDOptions{Topology: topo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.LoadState(nil, older); err != nil {
+		t.Fatal(err)
+	}
+	if st := d.CommStats(); d.Mixings() != 7 || st.Syncs != 7 || st.DataParallelBytes != 100 || st.Sent != 32 || st.Consensus != 0.25 {
+		t.Errorf("loaded %d mixings, counts %+v", d.Mixings(), st)
+	}
+	older["syncs"] = "6"
+	if err := d.LoadState(nil, older); err == nil || !strings.Contains(err.Error(), "7 mixings but 6") {
+		t.Errorf("disagreeing counts: %v", err)
 	}
 }
