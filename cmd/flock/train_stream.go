@@ -6,9 +6,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/flockml/flock/backend"
 	"github.com/flockml/flock/dataset"
 	"github.com/flockml/flock/ffcv"
 	"github.com/flockml/flock/ffcv/beton"
+	"github.com/flockml/flock/tensor"
 	"github.com/flockml/flock/train"
 )
 
@@ -162,6 +164,8 @@ type betonStream struct {
 	images int
 	// classes is the number of classes.
 	classes int
+	// device holds the batches (nil: the default device).
+	device tensor.Device
 }
 
 // openBeton opens the .beton file at path as s says: through a process
@@ -245,7 +249,7 @@ func newBetonStream(r *beton.Reader, b betonStream, s streamOptions) (*ffcv.Imag
 		}
 		return nil, err
 	}
-	st, err := ffcv.NewImageStream(l, ffcv.ImageStreamOptions{Classes: classes})
+	st, err := ffcv.NewImageStream(l, ffcv.ImageStreamOptions{Classes: classes, Device: b.device})
 	if err != nil {
 		l.Close()
 		return nil, err
@@ -356,6 +360,12 @@ func (d *trainSets) trainer(cfg train.Config, withTest bool, opts train.Options)
 		t, err := train.New(cfg, d.train, test, opts)
 		return t, func() {}, err
 	}
+	var dev tensor.Device
+	if cfg.Device != "" {
+		if dev, err = backend.Get(cfg.Device); err != nil {
+			return nil, func() {}, fmt.Errorf("device %q: %w", cfg.Device, err)
+		}
+	}
 	var opened []*ffcv.ImageStream
 	close = func() {
 		for _, o := range opened {
@@ -364,7 +374,7 @@ func (d *trainSets) trainer(cfg train.Config, withTest bool, opts train.Options)
 	}
 	tr, err := newBetonStream(d.trainR, betonStream{
 		batchSize: cfg.BatchSize, seed: cfg.Seed, rank: opts.Rank, world: opts.World,
-		images: cfg.TrainImages, classes: d.classes,
+		images: cfg.TrainImages, classes: d.classes, device: dev,
 	}, d.stream)
 	if err != nil {
 		return nil, close, fmt.Errorf("%s: %w", d.trainPath, err)
@@ -376,7 +386,7 @@ func (d *trainSets) trainer(cfg train.Config, withTest bool, opts train.Options)
 		if bs == 0 {
 			bs = 1000
 		}
-		te, err := newBetonStream(d.testR, betonStream{eval: true, batchSize: bs, classes: d.classes}, d.stream)
+		te, err := newBetonStream(d.testR, betonStream{eval: true, batchSize: bs, classes: d.classes, device: dev}, d.stream)
 		if err != nil {
 			return nil, close, fmt.Errorf("%s: %w", d.testPath, err)
 		}
