@@ -26,6 +26,10 @@ type DmSGDOptions struct {
 	// Without a deadline each collective is bounded by
 	// dist.DefaultTimeout.
 	Context context.Context
+	// Optimizer names the optimizer ("SGD", "AdamW", "LARS") in String
+	// before Setup, which learns it from the optimizer itself (empty:
+	// SGD).
+	Optimizer string
 }
 
 // DmSGD is decentralized momentum SGD in its adapt-then-combine form
@@ -109,7 +113,7 @@ func NewDmSGD(c dist.Comm, opt DmSGDOptions) (*DmSGD, error) {
 	if opt.LocalSteps < 0 {
 		return nil, fmt.Errorf("dmsgd: %d local steps, want ≥ 0", opt.LocalSteps)
 	}
-	return &DmSGD{CommAccount: train.NewCommAccount(c, opt.Context, "dmsgd"), topo: opt.Topology, j: max(opt.LocalSteps, 1)}, nil
+	return &DmSGD{CommAccount: train.NewCommAccount(c, opt.Context, "dmsgd"), topo: opt.Topology, j: max(opt.LocalSteps, 1), optName: opt.Optimizer}, nil
 }
 
 // String names the strategy: "DmSGD over the static exponential graph, 8

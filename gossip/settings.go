@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flockml/flock/dist"
+	"github.com/flockml/flock/optim"
 	"github.com/flockml/flock/train"
 )
 
@@ -25,7 +26,7 @@ func init() {
 			if err != nil {
 				return nil, err
 			}
-			return NewDmSGD(c, DmSGDOptions{Topology: top, LocalSteps: set.LocalSteps, Context: run.Context})
+			return NewDmSGD(c, DmSGDOptions{Topology: top, LocalSteps: set.LocalSteps, Context: run.Context, Optimizer: optim.NameOf(run.Config.Optimizer)})
 		},
 	})
 	train.RegisterStrategy(train.StrategyKind{

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/flockml/flock/dist"
+	"github.com/flockml/flock/optim"
 	"github.com/flockml/flock/train"
 )
 
@@ -167,5 +168,6 @@ func (s *Settings) options(run train.StrategyRun) (Options, error) {
 	if err != nil {
 		return Options{}, err
 	}
-	return Options{Schedule: sched, AverageState: s.StateFields(), BNBatches: s.BNBatches, Context: run.Context}, nil
+	return Options{Schedule: sched, AverageState: s.StateFields(), BNBatches: s.BNBatches, Context: run.Context,
+		Optimizer: optim.NameOf(run.Config.Optimizer)}, nil
 }

@@ -33,6 +33,10 @@ type Options struct {
 	// Context bounds every collective; nil means context.Background, so
 	// that each is bounded by dist.DefaultTimeout.
 	Context context.Context
+	// Optimizer names the inner optimizer ("SGD", "AdamW", "LARS") in
+	// String before Setup, which learns it from the optimizer itself
+	// (empty: SGD).
+	Optimizer string
 }
 
 // Local is Local SGD — Local AdamW, Local LARS with those inner optimizers
@@ -199,7 +203,7 @@ func newCore(c dist.Comm, opt Options, kind string) (core, error) {
 	if opt.BNBatches < 0 {
 		return core{}, fmt.Errorf("%s: BNBatches %d: want ≥ 0", kind, opt.BNBatches)
 	}
-	return core{CommAccount: train.NewCommAccount(c, opt.Context, kind), kind: kind, sched: opt.Schedule, bnN: opt.BNBatches}, nil
+	return core{CommAccount: train.NewCommAccount(c, opt.Context, kind), kind: kind, sched: opt.Schedule, bnN: opt.BNBatches, optName: opt.Optimizer}, nil
 }
 
 // Period returns the current round's start and H.

@@ -363,6 +363,21 @@ func (b *base) StateBuffers(field string) ([]*autograd.Var, []*tensor.Tensor, er
 	return ps, ts, nil
 }
 
+// NameOf returns the name, as Name writes it, of the optimizer a
+// configuration calls kind ("sgd", "adamw", "lars"; kind itself for
+// another).
+func NameOf(kind string) string {
+	switch kind {
+	case "sgd":
+		return "SGD"
+	case "adamw":
+		return "AdamW"
+	case "lars":
+		return "LARS"
+	}
+	return kind
+}
+
 // Name returns the name of o's algorithm as papers write it: "SGD",
 // "AdamW", "LARS" (the Go type for other optimizers).
 func Name(o Optimizer) string {

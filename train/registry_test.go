@@ -2,9 +2,11 @@ package train_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/flockml/flock/dist"
 	"github.com/flockml/flock/gossip"
 	"github.com/flockml/flock/localopt"
 	_ "github.com/flockml/flock/sparse"
@@ -80,5 +82,28 @@ func TestStrategyValidate(t *testing.T) {
 		if err := (train.StrategyConfig{Name: name}).Validate(); err != nil {
 			t.Errorf("%s at its defaults: %v", name, err)
 		}
+	}
+}
+
+// TestStrategyNamesBeforeSetup checks that a strategy built from a Config
+// names its optimizer before Setup, as flock train prints it in its header.
+func TestStrategyNamesBeforeSetup(t *testing.T) {
+	c := dist.NewLocal(1)[0]
+	defer c.Close()
+	for _, tt := range []struct{ strategy, want string }{
+		{"local", "Local AdamW (QSR"},
+		{"dmsgd", "decentralized AdamW over"},
+	} {
+		cfg := train.DefaultConfig()
+		cfg.Optimizer = "adamw"
+		cfg.Strategy = train.StrategyConfig{Name: tt.strategy}
+		s, err := train.NewStrategy(c, cfg, train.StrategyRun{StepsPerEpoch: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(s); !strings.HasPrefix(got, tt.want) {
+			t.Errorf("%s with adamw: %q, want it to start %q", tt.strategy, got, tt.want)
+		}
+		s.Close()
 	}
 }
