@@ -558,10 +558,12 @@ func (t *Trainer) replay(n int, fn func(x *tensor.Tensor)) error {
 	return err
 }
 
-// Evaluate returns the mean cross-entropy (without label smoothing) and the
-// accuracy of the model on the test set, computed in evaluation mode
-// without recording gradients. Without a test set it returns NaNs; it
-// panics when the test data fails (see EvaluateData).
+// Evaluate returns the task's evaluation loss per sample (for
+// Classification the cross-entropy without label smoothing) and the
+// accuracy of the model on the test set (NaN for a task without one),
+// computed in evaluation mode without recording gradients. Without a test
+// set it returns NaNs; it panics when the test data fails (see
+// EvaluateData).
 func (t *Trainer) Evaluate() (loss, acc float64) {
 	loss, acc, err := t.EvaluateData()
 	if err != nil {
