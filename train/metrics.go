@@ -29,12 +29,14 @@ type Record struct {
 	Epoch int `json:"epoch"`
 	// LR is the learning rate of the last step.
 	LR float64 `json:"lr"`
-	// Loss is the mean loss per image: over the images of the steps since
-	// the previous training record, or over the test set.
+	// Loss is the task's mean loss per sample (image, sequence, …): over
+	// the samples of the steps since the previous training record, or over
+	// the test set.
 	Loss float64 `json:"loss"`
-	// Acc is the fraction of those images classified correctly (the
+	// Acc is the fraction of those samples the task counts correct (the
 	// training accuracy is measured on the batches as they were trained
-	// on, before each step's update).
+	// on, before each step's update); NaN for a task without accuracy
+	// (Regression).
 	Acc float64 `json:"acc"`
 	// ImagesPerSec is the throughput of those steps (of the evaluation for
 	// KindEval).
