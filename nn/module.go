@@ -216,32 +216,22 @@ func (b *Base) Training() bool { return !b.eval }
 // Release implements Module. Parts shared between sub-modules are released
 // once.
 func (b *Base) Release() {
-	vars := map[*autograd.Var]bool{}
-	bufs := map[*tensor.Tensor]bool{}
-	others := map[Module]bool{}
-	b.walk("", map[*Base]bool{}, func(_ string, m *Base) {
-		for _, p := range m.params {
-			if !vars[p.Param] {
-				vars[p.Param] = true
-				p.Param.Release()
-			}
-		}
-		for _, p := range m.buffers {
-			if !bufs[p.Buffer] {
-				bufs[p.Buffer] = true
-				p.Buffer.Release()
-			}
-		}
-	}, func(_ string, m Module) {
-		if !others[m] {
-			others[m] = true
-			m.Release()
-		}
-	})
+	b.eachPart((*autograd.Var).Release, (*tensor.Tensor).Release, Module.Release)
 }
 
-// To implements Module.
+// To implements Module. Parts shared between sub-modules move once.
 func (b *Base) To(dev tensor.Device) {
+	b.eachPart(
+		func(v *autograd.Var) { v.Value.MoveTo(dev) },
+		func(t *tensor.Tensor) { t.MoveTo(dev) },
+		func(m Module) { m.To(dev) },
+	)
+}
+
+// eachPart calls param with every distinct parameter of b's tree, buffer
+// with every distinct buffer, and other with every distinct sub-module that
+// does not embed Base (whose parts it cannot see).
+func (b *Base) eachPart(param func(*autograd.Var), buffer func(*tensor.Tensor), other func(Module)) {
 	vars := map[*autograd.Var]bool{}
 	bufs := map[*tensor.Tensor]bool{}
 	others := map[Module]bool{}
@@ -249,19 +239,19 @@ func (b *Base) To(dev tensor.Device) {
 		for _, p := range m.params {
 			if !vars[p.Param] {
 				vars[p.Param] = true
-				p.Param.Value.MoveTo(dev)
+				param(p.Param)
 			}
 		}
 		for _, p := range m.buffers {
 			if !bufs[p.Buffer] {
 				bufs[p.Buffer] = true
-				p.Buffer.MoveTo(dev)
+				buffer(p.Buffer)
 			}
 		}
 	}, func(_ string, m Module) {
 		if !others[m] {
 			others[m] = true
-			m.To(dev)
+			other(m)
 		}
 	})
 }
