@@ -116,9 +116,9 @@ func (w *worker) release() {
 	}
 }
 
-// Interruption reports whether err ends a run that was interrupted, here
+// interruption reports whether err ends a run that was interrupted, here
 // or, for strategies that stop their workers together, on another worker.
-func Interruption(err error) bool {
+func interruption(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, train.ErrPeerInterrupted)
 }
 
@@ -216,7 +216,7 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 			if w.err == nil && stop < w.t.TotalSteps() && spec.Checkpoint != "" && (w.rank == 0 || coordinated) {
 				w.err = w.t.SaveCheckpoint(spec.Checkpoint)
 			}
-			stopped := coordinated && Interruption(w.err)
+			stopped := coordinated && interruption(w.err)
 			// The last all-reduce may still need this rank's peers. (The
 			// workers of a strategy that runs them apart part with
 			// goodbyes instead, and must not wait for one that died.)
@@ -259,7 +259,7 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 	if rank0 != nil {
 		res.Rank0, res.Summary = true, rank0.sum
 		res.Summary.ImagesPerSec *= float64(world)
-		res.Checkpointed = res.Interrupted && spec.Checkpoint != "" && Interruption(rank0.err)
+		res.Checkpointed = res.Interrupted && spec.Checkpoint != "" && interruption(rank0.err)
 	}
 	if res.Interrupted {
 		return res, nil
