@@ -358,14 +358,24 @@ func (w *tcpWorld) fail(rank int, err error) {
 			defer w.io.Done()
 			t := time.NewTimer(tcpByeGrace)
 			defer t.Stop()
-			for _, p := range w.peers {
-				if p != nil {
+			// The bye goes out first. Then each connection is read to
+			// its end, the peer's own bye or close, so that what a
+			// peer sent before it left still reaches its Recv.
+			expired := false
+			waitAll := func(done func(*tcpPeer) chan struct{}) {
+				for _, p := range w.peers {
+					if p == nil || expired {
+						continue
+					}
 					select {
-					case <-p.wdone:
+					case <-done(p):
 					case <-t.C:
+						expired = true
 					}
 				}
 			}
+			waitAll(func(p *tcpPeer) chan struct{} { return p.wdone })
+			waitAll(func(p *tcpPeer) chan struct{} { return p.rdone })
 			for _, p := range w.peers {
 				if p != nil {
 					p.conn.Close()
@@ -375,7 +385,8 @@ func (w *tcpWorld) fail(rank int, err error) {
 	})
 }
 
-// tcpByeGrace bounds how long a failing rank tries to tell its peers.
+// tcpByeGrace bounds how long a failing rank tries to tell its peers and
+// reads what they sent before they learnt of the failure.
 const tcpByeGrace = 500 * time.Millisecond
 
 // Reasons carried by a bye frame's op field.
@@ -405,6 +416,7 @@ type tcpPeer struct {
 	notify chan struct{}  // capacity 1: the queue is non-empty
 	byeq   chan tcpHeader // capacity 1: the bye written once the world fails
 	wdone  chan struct{}  // closed when the writer has exited
+	rdone  chan struct{}  // closed when the reader has exited
 
 	mu    sync.Mutex
 	lanes map[uint32]*tcpLane
@@ -421,7 +433,7 @@ type tcpPeer struct {
 
 func newTCPPeer(w *tcpWorld, rank int, conn net.Conn) *tcpPeer {
 	return &tcpPeer{w: w, rank: rank, conn: conn, notify: make(chan struct{}, 1), lanes: map[uint32]*tcpLane{},
-		byeq: make(chan tcpHeader, 1), wdone: make(chan struct{}), earlyMax: tcpEarlyMax, room: make(chan struct{}, 1)}
+		byeq: make(chan tcpHeader, 1), wdone: make(chan struct{}), rdone: make(chan struct{}), earlyMax: tcpEarlyMax, room: make(chan struct{}, 1)}
 }
 
 // tcpLane holds, for one communicator and one peer, the receives posted by
@@ -617,6 +629,7 @@ var errTCPSilent = errors.New("peer silent past the timeout")
 
 func (p *tcpPeer) readLoop() {
 	defer p.w.io.Done()
+	defer close(p.rdone)
 	var hb [tcpHeaderSize]byte
 	var cur *tcpRecv // point-to-point receive being filled
 	var msg *tcpMsg  // or unexpected message being filled

@@ -808,6 +808,9 @@ func (c *tcpComm) Recv(ctx context.Context, t *tensor.Tensor, from, tag int) err
 	o, done, err := c.p2p(ctx, "recv", from)
 	if err != nil {
 		if from >= 0 && from < len(c.ranks) && !c.closed.Load() {
+			// The world failed; what the peer sent before it did is
+			// still read, up to the peer's bye.
+			<-c.readerGone(from)
 			if took, qerr := c.takeQueued(from, tag, data, dt, count, nil); took {
 				return qerr
 			}
@@ -834,20 +837,45 @@ func (c *tcpComm) Recv(ctx context.Context, t *tensor.Tensor, from, tag int) err
 	case err := <-r.done:
 		return delivered(err)
 	case <-c.w.dead:
-		// The reader hands over a message before it reads the frame
-		// that fails the world.
+		// The reader goes on to the peer's bye: a message sent before
+		// it is delivered.
+		select {
+		case err := <-r.done:
+			return delivered(err)
+		case <-c.readerGone(from):
+		}
 		select {
 		case err := <-r.done:
 			return delivered(err)
 		default:
 		}
+		c.unpost(from, tag, r)
 		return o.failure()
 	case <-o.ctx.Done():
 	case <-o.tc:
 	}
-	p, l, key := c.peerOf(from), c.lanes[from], int64(tag)
 	timedOut := o.ctx.Err() == nil
+	if c.unpost(from, tag, r) {
+		if timedOut {
+			return &OpError{Op: "recv", Rank: from, Err: fmt.Errorf("no message within %v", c.w.timeout)}
+		}
+		return &OpError{Op: "recv", Rank: from, Err: o.ctx.Err()}
+	}
+	// The reader is filling t: stop it before returning.
+	p := c.peerOf(from)
+	if timedOut {
+		return o.timedOut(p.rank)
+	}
+	return o.cancelled(p.rank)
+}
+
+// unpost withdraws the receive r posted for a message from rank from
+// with tag, and reports whether it was still waiting (the reader had not
+// begun to fill it).
+func (c *tcpComm) unpost(from, tag int, r *tcpRecv) bool {
+	p, l, key := c.peerOf(from), c.lanes[from], int64(tag)
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	q := l.posted[key]
 	for i, x := range q {
 		if x == r {
@@ -855,20 +883,25 @@ func (c *tcpComm) Recv(ctx context.Context, t *tensor.Tensor, from, tag int) err
 			if len(l.posted[key]) == 0 {
 				delete(l.posted, key)
 			}
-			p.mu.Unlock()
-			if timedOut {
-				return &OpError{Op: "recv", Rank: from, Err: fmt.Errorf("no message within %v", c.w.timeout)}
-			}
-			return &OpError{Op: "recv", Rank: from, Err: o.ctx.Err()}
+			return true
 		}
 	}
-	p.mu.Unlock()
-	// The reader is filling t: stop it before returning.
-	if timedOut {
-		return o.timedOut(p.rank)
-	}
-	return o.cancelled(p.rank)
+	return false
 }
+
+// readerGone returns a channel closed once the reader of rank from's
+// connection has stopped, after which every message the peer sent before
+// its bye has been delivered or queued. Once the world has failed, the
+// connections close within tcpByeGrace. Messages to this rank itself have
+// no reader: the channel is closed.
+func (c *tcpComm) readerGone(from int) <-chan struct{} {
+	if from == c.rank {
+		return tcpClosedChan
+	}
+	return c.peerOf(from).rdone
+}
+
+var tcpClosedChan = func() chan struct{} { ch := make(chan struct{}); close(ch); return ch }()
 
 // takeQueued fills data with the oldest message from rank from carrying
 // tag that arrived before its Recv, if there is one, and reports whether
