@@ -36,7 +36,8 @@ type CIFAROptions struct {
 	BaseURL string
 	// Progress receives download progress (nothing when nil).
 	Progress io.Writer
-	// Client makes the download requests (http.DefaultClient when nil).
+	// Client makes the download requests (when nil, a client that gives up
+	// on a mirror it cannot reach within 15 seconds).
 	Client *http.Client
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -23,7 +24,7 @@ func fetch(ctx context.Context, client *http.Client, base, dir string, files []r
 		return nil
 	}
 	if client == nil {
-		client = http.DefaultClient
+		client = downloadClient
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("dataset: download: %w", err)
@@ -36,6 +37,17 @@ func fetch(ctx context.Context, client *http.Client, base, dir string, files []r
 	}
 	return nil
 }
+
+// downloadClient makes the downloads of clients that name none: it gives
+// up on a mirror it cannot reach within seconds, as on a machine without
+// a network, but lets a slow transfer run.
+var downloadClient = &http.Client{Transport: func() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = (&net.Dialer{Timeout: 15 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	t.TLSHandshakeTimeout = 15 * time.Second
+	t.ResponseHeaderTimeout = 30 * time.Second
+	return t
+}()}
 
 // fetchFile writes the download to a temporary file in dir and renames it
 // to its name only after its length and SHA-256 match f and it has been

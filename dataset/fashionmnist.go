@@ -81,7 +81,8 @@ type FashionMNISTOptions struct {
 	// Progress receives download progress: a redrawn bar when it is a
 	// terminal, a line per file otherwise, nothing when nil.
 	Progress io.Writer
-	// Client makes the download requests (http.DefaultClient when nil).
+	// Client makes the download requests (when nil, a client that gives up
+	// on a mirror it cannot reach within 15 seconds).
 	Client *http.Client
 	// Verify checks the SHA-256 of each file's decompressed IDX bytes
 	// against the canonical distribution's, whatever the file's compression.
@@ -92,9 +93,16 @@ type FashionMNISTOptions struct {
 	Logger *slog.Logger
 }
 
+// SystemDataEnv names the environment variable that, when set, replaces
+// the system-wide directory of the data sets (DebianFashionMNISTDir); set
+// and empty, no system directory is searched, as on a machine without the
+// Debian package.
+const SystemDataEnv = "FLOCK_SYSTEM_DATA"
+
 // FashionMNISTDirs returns the directories LoadFashionMNIST searches, in
 // order: $FLOCK_DATA/fashion-mnist (when FLOCK_DATA is set), the user cache
-// directory's flock/fashion-mnist, and DebianFashionMNISTDir.
+// directory's flock/fashion-mnist, and DebianFashionMNISTDir (or
+// $FLOCK_SYSTEM_DATA/fashion-mnist; see SystemDataEnv).
 func FashionMNISTDirs() []string {
 	var dirs []string
 	if d := os.Getenv("FLOCK_DATA"); d != "" {
@@ -103,7 +111,14 @@ func FashionMNISTDirs() []string {
 	if d, err := fashionMNISTCacheDir(); err == nil {
 		dirs = append(dirs, d)
 	}
-	return append(dirs, DebianFashionMNISTDir)
+	sys, set := os.LookupEnv(SystemDataEnv)
+	switch {
+	case !set:
+		dirs = append(dirs, DebianFashionMNISTDir)
+	case sys != "":
+		dirs = append(dirs, filepath.Join(sys, "fashion-mnist"))
+	}
+	return dirs
 }
 
 func fashionMNISTCacheDir() (string, error) {

@@ -18,6 +18,9 @@ import (
 
 func needDebian(t *testing.T) {
 	t.Helper()
+	if _, hidden := os.LookupEnv(SystemDataEnv); hidden {
+		t.Skipf("the system's Fashion-MNIST is hidden (%s is set)", SystemDataEnv)
+	}
 	if _, all := findFashionMNIST(DebianFashionMNISTDir); !all {
 		t.Skipf("Fashion-MNIST not installed in %s (apt-get install dataset-fashion-mnist)", DebianFashionMNISTDir)
 	}
@@ -177,6 +180,7 @@ func TestFashionMNISTLookupOrder(t *testing.T) {
 				}
 			}
 			t.Setenv("XDG_CACHE_HOME", xdg)
+			unsetEnv(t, SystemDataEnv)
 			want := []string{data, cache, DebianFashionMNISTDir}
 			if tt.flockData {
 				t.Setenv("FLOCK_DATA", filepath.Dir(data))
@@ -231,6 +235,32 @@ func TestFashionMNISTLookupOrder(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// unsetEnv unsets the environment variable key for the test's duration.
+func unsetEnv(t *testing.T, key string) {
+	t.Setenv(key, "")
+	os.Unsetenv(key)
+}
+
+// TestSystemDataOverride: FLOCK_SYSTEM_DATA replaces the system directory,
+// and set but empty removes it.
+func TestSystemDataOverride(t *testing.T) {
+	t.Setenv("FLOCK_DATA", "")
+	t.Setenv("XDG_CACHE_HOME", "/xdg")
+	cache := filepath.Join("/xdg", "flock", "fashion-mnist")
+	t.Setenv(SystemDataEnv, "/srv/data")
+	if got, want := FashionMNISTDirs(), []string{cache, "/srv/data/fashion-mnist"}; !slices.Equal(got, want) {
+		t.Errorf("%s=/srv/data: FashionMNISTDirs() = %q, want %q", SystemDataEnv, got, want)
+	}
+	t.Setenv(SystemDataEnv, "")
+	if got, want := FashionMNISTDirs(), []string{cache}; !slices.Equal(got, want) {
+		t.Errorf("%s empty: FashionMNISTDirs() = %q, want %q", SystemDataEnv, got, want)
+	}
+	unsetEnv(t, SystemDataEnv)
+	if got, want := FashionMNISTDirs(), []string{cache, DebianFashionMNISTDir}; !slices.Equal(got, want) {
+		t.Errorf("%s unset: FashionMNISTDirs() = %q, want %q", SystemDataEnv, got, want)
 	}
 }
 
