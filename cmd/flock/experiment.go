@@ -275,7 +275,7 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 
 	if !o.report {
-		trainSet, testSet, err := dataset.LoadFashionMNIST(ctx, dataset.FashionMNISTOptions{Dir: o.data})
+		trainSet, testSet, _, err := fashionMNIST(ctx, "flock experiment", o.data, true, stderr, stderr)
 		if err != nil {
 			fmt.Fprintf(stderr, "flock experiment: %v\n", err)
 			return exitFailure

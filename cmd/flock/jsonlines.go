@@ -130,6 +130,12 @@ type runRecordJSON struct {
 	// synchronizations travel.
 	Strategy string            `json:"strategy,omitempty"`
 	Pattern  train.CommPattern `json:"comm_pattern"`
+	// Data names the data set (a file, or Fashion-MNIST and whether its
+	// embedded subset); TrainImages and TestImages count what the run
+	// trains on and evaluates on.
+	Data        string `json:"data,omitempty"`
+	TrainImages int    `json:"train_images,omitempty"`
+	TestImages  int    `json:"test_images,omitempty"`
 }
 
 func newRunRecord(cfg train.Config, world int, device, strategy string) runRecordJSON {

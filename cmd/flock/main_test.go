@@ -45,7 +45,7 @@ func TestUsage(t *testing.T) {
 		{"warm-up too long", []string{"train", "--epochs", "2", "--warmup", "3"}, exitUsage, nil, []string{"warm-up 3 epochs"}, false},
 		{"negative threads", []string{"train", "--threads", "-2"}, exitUsage, nil, []string{"threads -2"}, false},
 		{"stray argument", []string{"train", "mlp"}, exitUsage, nil, []string{`unexpected argument "mlp"`}, false},
-		{"missing data", []string{"train", "--data", empty}, exitFailure, nil, []string{"Fashion-MNIST not found", empty, "--download"}, false},
+		{"missing data", []string{"train", "--data", empty, "--no-download"}, exitFailure, nil, []string{"Fashion-MNIST not found", empty, "--download"}, false},
 		{"missing checkpoint", []string{"train", "--resume", filepath.Join(empty, "none.safetensors")}, exitFailure, nil, []string{"none.safetensors", "no such file"}, false},
 	})
 }

@@ -55,7 +55,7 @@ type trainOptions struct {
 
 // defaultTrainOptions returns flock train's options before its flags.
 func defaultTrainOptions() trainOptions {
-	return trainOptions{workers: defaultWorkers, divergedSteps: train.DefaultMaxNonFiniteSteps, stream: defaultStreamOptions(), device: "cpu"}
+	return trainOptions{workers: defaultWorkers, download: true, divergedSteps: train.DefaultMaxNonFiniteSteps, stream: defaultStreamOptions(), device: "cpu"}
 }
 
 // trainFlags returns the flag set of flock train, bound to cfg and o. Flag
@@ -85,7 +85,12 @@ func trainFlags(cfg *train.Config, o *trainOptions) *flag.FlagSet {
 	fs.StringVar(&o.resume, "resume", o.resume, "resume the run saved in the checkpoint at `PATH`; its settings apply unless given as flags")
 	fs.StringVar(&o.data, "data", o.data, "`DIR` holding the Fashion-MNIST files (default: $FLOCK_DATA/fashion-mnist, the user cache, "+dataset.DebianFashionMNISTDir+"), or a .beton file of training images (fields image and label; see flock convert)")
 	fs.StringVar(&o.testData, "test-data", o.testData, "`PATH` of a .beton file of test images, with --data TRAIN.beton (default: no test set)")
-	fs.BoolVar(&o.download, "download", o.download, "download Fashion-MNIST when it is not found")
+	fs.BoolVar(&o.download, "download", o.download, "download Fashion-MNIST when it is not found (otherwise, or when the download fails, train on the subset embedded in flock)")
+	fs.BoolFunc("no-download", "never download Fashion-MNIST (--download=false)", func(s string) error {
+		no, err := strconv.ParseBool(s)
+		o.download = !no
+		return err
+	})
 	fs.IntVar(&o.threads, "threads", o.threads, fmt.Sprintf("worker threads, GOMAXPROCS (0: all %d cores)", runtime.NumCPU()))
 	fs.IntVar(&cfg.TrainImages, "train-images", cfg.TrainImages, "train on the first `N` training images only (0: all)")
 	fs.IntVar(&o.stopAfter, "stop-after", o.stopAfter, "stop after `STEP` steps of the run (the schedule still spans --epochs), writing the checkpoint to continue from with --resume (0: run to the end)")
@@ -378,9 +383,7 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 		sets, err = betonSets(o.data, o.testData, o.stream)
 	} else {
 		sets = &trainSets{}
-		sets.train, sets.test, err = dataset.LoadFashionMNIST(ctx, dataset.FashionMNISTOptions{
-			Dir: o.data, Download: o.download, Progress: progress, Logger: commandLogger(stderr, "flock train"),
-		})
+		sets.train, sets.test, sets.subset, err = fashionMNIST(ctx, "flock train", o.data, o.download, progress, stderr)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "flock train: %v\n", err)
@@ -547,13 +550,14 @@ func newReporter(w io.Writer, jsonOut, terminal bool) *reporter {
 func (r *reporter) start(t *train.Trainer, sets *trainSets, o trainOptions) {
 	cfg := t.Config()
 	if r.json {
-		writeJSONLine(r.w, newRunRecord(cfg, r.workers, o.device, r.strategy))
+		rec := newRunRecord(cfg, r.workers, o.device, r.strategy)
+		rec.Data = sets.name()
+		rec.TrainImages, rec.TestImages = sets.counts()
+		rec.TrainImages = cfg.TrainImagesOf(rec.TrainImages)
+		writeJSONLine(r.w, rec)
 		return
 	}
-	data := "Fashion-MNIST"
-	if strings.HasSuffix(o.data, ".beton") {
-		data = o.data
-	}
+	data := sets.name()
 	trainN, testN := sets.counts()
 	fmt.Fprintf(r.w, "flock train: %s (%d parameters) on %s, %d training / %d test images\n",
 		cfg.Model, nn.NumParameters(t.Model()), data, cfg.TrainImagesOf(trainN), testN)

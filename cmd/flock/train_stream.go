@@ -271,6 +271,19 @@ type trainSets struct {
 	// classes, the training file's largest label plus one.
 	trainN, testN, classes int
 	stream                 streamOptions
+	// subset is set when train and test are Fashion-MNIST's embedded subset.
+	subset bool
+}
+
+// name names the data: the training file, or Fashion-MNIST.
+func (s *trainSets) name() string {
+	switch {
+	case s.trainPath != "":
+		return s.trainPath
+	case s.subset:
+		return "Fashion-MNIST (embedded subset)"
+	}
+	return "Fashion-MNIST"
 }
 
 // betonSets opens the .beton files at trainPath and testPath (which may be
