@@ -1,16 +1,11 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -18,17 +13,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 
-	"github.com/flockml/flock/dataset"
-	"github.com/flockml/flock/dist"
+	"github.com/flockml/flock/experiment"
 	"github.com/flockml/flock/internal/term"
-	"github.com/flockml/flock/job"
 	"github.com/flockml/flock/netmodel"
-	"github.com/flockml/flock/nn"
 	"github.com/flockml/flock/nn/models"
-	"github.com/flockml/flock/tensor"
 	"github.com/flockml/flock/train"
 )
 
@@ -246,7 +235,7 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 		return expUsage(stderr, "jobs %d, threads %d, scale %d, step-time %v: want jobs, scale ≥ 1 and threads, step-time ≥ 0", o.jobs, o.threads, o.scale, o.stepTime)
 	}
 	path := filepath.Join(o.out, "runs.jsonl")
-	done, err := readRuns(path)
+	done, err := experiment.ReadRecords(path, flagsPattern)
 	if err != nil {
 		fmt.Fprintf(stderr, "flock experiment: %v\n", err)
 		return exitFailure
@@ -259,7 +248,7 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 			}
 			fmt.Fprintf(stdout, "%s%-26s flock train %s\n", mark, r.ID, strings.Join(r.Args, " "))
 		}
-		fmt.Fprintf(stdout, "%d runs, %d done in %s\n", len(runs), countDone(runs, done), path)
+		fmt.Fprintf(stdout, "%d runs, %d done in %s\n", len(runs), experiment.CountDone(runs, done), path)
 		return exitOK
 	}
 	for _, r := range runs {
@@ -280,9 +269,11 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "flock experiment: %v\n", err)
 			return exitFailure
 		}
-		g := &grid{runs: runs, done: done, path: path, jobs: o.jobs, trainSet: trainSet, testSet: testSet,
-			progress: newGridProgress(stdout, term.IsTerminal(stdout))}
-		if err := g.run(ctx); err != nil {
+		sets := &trainSets{train: trainSet, test: testSet}
+		g := &experiment.Grid{Runs: runs, Done: done, Path: path, Jobs: o.jobs, Setup: gridSetup,
+			Build: sets.trainer, StepsPerEpoch: sets.stepsPerEpoch, TestImages: testSet.N,
+			Progress: experiment.NewProgress(stdout, term.IsTerminal(stdout))}
+		if err := g.Run(ctx); err != nil {
 			fmt.Fprintf(stderr, "flock experiment: %v\n", err)
 			if ctx.Err() != nil {
 				fmt.Fprintf(stderr, "flock experiment: interrupted; the runs finished are in %s, and the same command continues\n", path)
@@ -291,7 +282,7 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 			return exitFailure
 		}
 	}
-	var recs []runRecord
+	var recs []experiment.Record
 	for _, r := range runs {
 		if d, ok := done[r.ID]; ok {
 			recs = append(recs, d)
@@ -302,8 +293,8 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	command := strings.Join(append([]string{"flock", "experiment", "strategies"}, args...), " ")
-	rep := projectRuns(recs, net, o.scale, o.stepTime)
-	if err := writeExperimentReport(o.out, command, net, o.scale, rep); err != nil {
+	rep := experiment.Project(recs, net, o.scale, o.stepTime)
+	if err := experiment.WriteReport(o.out, command, net, o.scale, rep); err != nil {
 		fmt.Fprintf(stderr, "flock experiment: %v\n", err)
 		return exitFailure
 	}
@@ -334,17 +325,8 @@ func experimentNetwork(o experimentOptions) (netmodel.Network, error) {
 	return n, n.Validate()
 }
 
-// gridRun is one run of the grid.
-type gridRun struct {
-	// ID is unique in the grid: the strategy and the seed.
-	ID, Strategy, Label string
-	Seed                uint64
-	// Args are the run's flock train flags.
-	Args []string
-}
-
 // experimentRuns lists the runs o asks for, strategy by strategy.
-func experimentRuns(o experimentOptions) ([]gridRun, error) {
+func experimentRuns(o experimentOptions) ([]experiment.Run, error) {
 	if !slices.Contains(models.Names(), o.model) {
 		return nil, fmt.Errorf("unknown model %q (models: %s)", o.model, strings.Join(models.Names(), ", "))
 	}
@@ -368,7 +350,7 @@ func experimentRuns(o experimentOptions) ([]gridRun, error) {
 		}
 		strategies = slices.DeleteFunc(slices.Clone(strategyGrid), func(g gridStrategy) bool { return !slices.Contains(names, g.name) })
 	}
-	var runs []gridRun
+	var runs []experiment.Run
 	for _, s := range strategies {
 		for _, seed := range seeds {
 			args := []string{"--model", o.model, "--workers", strconv.Itoa(o.workers), "--epochs", strconv.Itoa(o.epochs),
@@ -376,379 +358,30 @@ func experimentRuns(o experimentOptions) ([]gridRun, error) {
 			if o.trainImages > 0 {
 				args = append(args, "--train-images", strconv.Itoa(o.trainImages))
 			}
-			runs = append(runs, gridRun{ID: fmt.Sprintf("%s/seed%d", s.name, seed), Strategy: s.name, Label: s.label, Seed: seed,
+			runs = append(runs, experiment.Run{ID: fmt.Sprintf("%s/seed%d", s.name, seed), Strategy: s.name, Label: s.label, Seed: seed,
 				Args: append(args, s.args(o.epochs)...)})
 		}
 	}
 	return runs, nil
 }
 
-func countDone(runs []gridRun, done map[string]runRecord) int {
-	n := 0
-	for _, r := range runs {
-		if _, ok := done[r.ID]; ok {
-			n++
-		}
-	}
-	return n
-}
-
-// runRecord is what a run measured, one line of runs.jsonl.
-type runRecord struct {
-	Record   string   `json:"record"`
-	ID       string   `json:"id"`
-	Strategy string   `json:"strategy"`
-	Label    string   `json:"label"`
-	Seed     uint64   `json:"seed"`
-	Args     []string `json:"args"`
-	Model    string   `json:"model"`
-	Workers  int      `json:"workers"`
-	// Jobs is how many runs went at once, and Cores this process's
-	// GOMAXPROCS: the share of the machine the workers had.
-	Jobs  int `json:"jobs"`
-	Cores int `json:"cores"`
-	// Params is the model's number of parameters (float32).
-	Params int     `json:"params"`
-	Epochs int     `json:"epochs"`
-	Steps  int     `json:"steps"`
-	Wall   float64 `json:"wall_s"`
-	// EvalTime is the part of Wall spent evaluating on the test set.
-	EvalTime float64 `json:"eval_s"`
-	// TestAcc is the final test accuracy; Curve the test accuracy after
-	// each epoch.
-	TestAcc float64    `json:"test_acc"`
-	Curve   []epochAcc `json:"curve"`
-	// H is the length of each round of a local-update strategy, by the
-	// step that closed it.
-	H    []roundH        `json:"h,omitempty"`
-	Comm train.CommStats `json:"comm"`
-	// Kind is flock train's --strategy; Pattern and Topology how its
-	// synchronizations travel (train.CommPattern).
-	Kind     string `json:"kind"`
-	Pattern  string `json:"pattern,omitempty"`
-	Topology string `json:"topology,omitempty"`
-}
-
-type epochAcc struct {
-	Epoch int     `json:"epoch"`
-	Acc   float64 `json:"acc"`
-}
-
-type roundH struct {
-	Step int `json:"step"`
-	H    int `json:"h"`
-}
-
-// readRuns reads the records of runs.jsonl by ID; a missing file holds
-// none. A last line without its newline, cut short by a crash, is left out
-// (and dropped from the file when the grid appends to it).
-func readRuns(path string) (map[string]runRecord, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return map[string]runRecord{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read runs: %w", err)
-	}
-	data = data[:bytes.LastIndexByte(data, '\n')+1]
-	done := map[string]runRecord{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(nil, 1<<24)
-	for line := 1; sc.Scan(); line++ {
-		var r runRecord
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil || r.Record != "run" || r.ID == "" {
-			return nil, fmt.Errorf("%s:%d: not a run record (%v)", path, line, err)
-		}
-		if r.Pattern == "" {
-			// Written before records held the pattern: its flags say it.
-			cfg, o := train.DefaultConfig(), defaultTrainOptions()
-			if err := trainFlags(&cfg, &o).Parse(r.Args); err != nil {
-				return nil, fmt.Errorf("%s:%d: flags %q: %w", path, line, r.Args, err)
-			}
-			o.strategySettings(&cfg)
-			pat := train.PatternOf(cfg.Strategy)
-			r.Pattern, r.Topology = pat.Kind, pat.Graph
-		}
-		done[r.ID] = r
-	}
-	return done, sc.Err()
-}
-
-// openRuns opens runs.jsonl for appending, first dropping a last line
-// that a crash left without its newline, so that the next record starts
-// on a line of its own.
-func openRuns(path string) (*os.File, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	data, err := io.ReadAll(f)
-	if err == nil {
-		if n := int64(bytes.LastIndexByte(data, '\n') + 1); n < int64(len(data)) {
-			err = f.Truncate(n)
-		}
-	}
-	if err == nil {
-		_, err = f.Seek(0, io.SeekEnd)
-	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	return f, nil
-}
-
-// grid runs the runs not yet done, jobs at a time, appending each record
-// to path as it finishes.
-type grid struct {
-	runs              []gridRun
-	done              map[string]runRecord
-	path              string
-	jobs              int
-	trainSet, testSet *dataset.Images
-	progress          *gridProgress
-
-	mu sync.Mutex
-}
-
-func (g *grid) run(ctx context.Context) error {
-	var todo []gridRun
-	for _, r := range g.runs {
-		if _, ok := g.done[r.ID]; !ok {
-			todo = append(todo, r)
-		}
-	}
-	g.progress.start(len(g.runs), len(g.runs)-len(todo), g.jobs)
-	if len(todo) == 0 {
-		return nil
-	}
-	f, err := openRuns(g.path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-
-	// A run that fails is reported and left out of runs.jsonl, so that
-	// the next start tries it again; the others go on. Writing runs.jsonl
-	// failing, or an interrupt, stops the grid.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	queue := make(chan gridRun)
-	var (
-		wg       sync.WaitGroup
-		failed   []string
-		writeErr error
-	)
-	for range min(g.jobs, len(todo)) {
-		wg.Go(func() {
-			for r := range queue {
-				g.progress.begin(r)
-				rec, err := g.train(ctx, r)
-				if err != nil {
-					g.progress.end(r, nil)
-					if ctx.Err() != nil {
-						continue
-					}
-					slog.Error("flock experiment: run failed", "run", r.ID, "err", err)
-					g.mu.Lock()
-					failed = append(failed, r.ID)
-					g.mu.Unlock()
-					continue
-				}
-				line, err := json.Marshal(rec)
-				g.mu.Lock()
-				if err == nil {
-					_, err = f.Write(append(line, '\n'))
-				}
-				if err == nil {
-					err = f.Sync()
-				}
-				if err == nil {
-					g.done[r.ID] = rec
-				} else if writeErr == nil {
-					writeErr = fmt.Errorf("write %s: %w", g.path, err)
-					cancel()
-				}
-				g.mu.Unlock()
-				g.progress.end(r, &rec)
-			}
-		})
-	}
-	for _, r := range todo {
-		select {
-		case queue <- r:
-			continue
-		case <-ctx.Done():
-		}
-		break
-	}
-	close(queue)
-	wg.Wait()
-	g.progress.finish()
-	switch {
-	case writeErr != nil:
-		return writeErr
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case len(failed) > 0:
-		slices.Sort(failed)
-		return fmt.Errorf("%d of %d runs failed (%s); the others are in %s, and the same command tries the failed ones again", len(failed), len(todo), strings.Join(failed, ", "), g.path)
-	}
-	return nil
-}
-
-// train runs r as flock train does (job.Run on in-process workers) and
-// keeps what the report needs: the test accuracy and time of each
-// evaluation, the rounds' H, and the summary.
-func (g *grid) train(ctx context.Context, r gridRun) (runRecord, error) {
+// gridSetup is the configuration of a run of the grid: what flock train
+// would run with its flags.
+func gridSetup(r experiment.Run) (experiment.Setup, error) {
 	cfg, o := train.DefaultConfig(), defaultTrainOptions()
 	if err := trainFlags(&cfg, &o).Parse(r.Args); err != nil {
-		return runRecord{}, err
+		return experiment.Setup{}, err
 	}
 	o.strategySettings(&cfg)
-	if err := cfg.Validate(); err != nil {
-		return runRecord{}, err
-	}
-	params, err := modelParams(cfg.Model)
+	return experiment.Setup{Config: cfg, Workers: o.workers, MaxNonFiniteSteps: o.divergedSteps}, nil
+}
+
+// flagsPattern is the communication pattern of the run that flock train's
+// flags args describe.
+func flagsPattern(args []string) (train.CommPattern, error) {
+	set, err := gridSetup(experiment.Run{Args: args})
 	if err != nil {
-		return runRecord{}, err
+		return train.CommPattern{}, err
 	}
-	rec := runRecord{Record: "run", ID: r.ID, Strategy: r.Strategy, Label: r.Label, Seed: r.Seed, Args: r.Args,
-		Model: cfg.Model, Workers: o.workers, Jobs: g.jobs, Cores: runtime.GOMAXPROCS(0), Params: params, Kind: cfg.Strategy.Name}
-	pat := train.PatternOf(cfg.Strategy)
-	rec.Pattern, rec.Topology = pat.Kind, pat.Graph
-	sets := &trainSets{train: g.trainSet, test: g.testSet}
-	spec := job.Spec{
-		Config: cfg, Comms: dist.NewLocal(o.workers), Build: sets.trainer, StepsPerEpoch: sets.stepsPerEpoch(cfg, o.workers), Test: true,
-		MaxNonFiniteSteps: o.divergedSteps,
-		OnRecord: func(v train.Record) {
-			switch v.Kind {
-			case train.KindEval:
-				rec.Curve = append(rec.Curve, epochAcc{v.Epoch, v.Acc})
-				if v.ImagesPerSec > 0 {
-					rec.EvalTime += float64(g.testSet.N) / v.ImagesPerSec
-				}
-			case train.KindSync:
-				if v.H > 0 {
-					rec.H = append(rec.H, roundH{v.Step, v.H})
-				}
-			}
-		},
-	}
-	res, err := job.Run(ctx, spec)
-	switch {
-	case ctx.Err() != nil:
-		return runRecord{}, ctx.Err()
-	case err != nil:
-		return runRecord{}, fmt.Errorf("flock train %s: %w", strings.Join(r.Args, " "), err)
-	case res.Interrupted:
-		return runRecord{}, fmt.Errorf("flock train %s: interrupted after step %d of %d", strings.Join(r.Args, " "), res.Step, res.TotalSteps)
-	}
-	s := res.Summary
-	if !s.Evaluated || s.Comm == nil {
-		return runRecord{}, fmt.Errorf("flock train %s: no test accuracy or no communication in the summary", strings.Join(r.Args, " "))
-	}
-	rec.Epochs, rec.Steps, rec.Wall, rec.TestAcc, rec.Comm = s.Epochs, s.Steps, s.Wall.Seconds(), s.TestAcc, *s.Comm
-	return rec, nil
-}
-
-// modelParams is the number of parameters of the model name on
-// Fashion-MNIST.
-func modelParams(name string) (int, error) {
-	m, err := models.Build(name, models.FashionMNIST, tensor.NewGenerator(1))
-	if err != nil {
-		return 0, err
-	}
-	return nn.NumParameters(m), nil
-}
-
-// gridProgress shows how far the grid is: runs done, running, and the
-// time left at the mean duration of the runs this process finished. On a
-// terminal one line is redrawn; otherwise a line is written per run.
-type gridProgress struct {
-	w        io.Writer
-	terminal bool
-
-	mu                         sync.Mutex
-	total, done, skipped, jobs int
-	running                    map[string]time.Time
-	spent                      time.Duration
-	finished                   int
-}
-
-func newGridProgress(w io.Writer, terminal bool) *gridProgress {
-	return &gridProgress{w: w, terminal: terminal, running: map[string]time.Time{}}
-}
-
-func (p *gridProgress) start(total, done, jobs int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.total, p.done, p.skipped, p.jobs = total, done, done, jobs
-	if done > 0 {
-		fmt.Fprintf(p.w, "%d of %d runs already done\n", done, total)
-	}
-}
-
-func (p *gridProgress) begin(r gridRun) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.running[r.ID] = time.Now()
-	p.draw("")
-}
-
-// end marks r finished; rec is nil when it failed.
-func (p *gridProgress) end(r gridRun, rec *runRecord) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	began := p.running[r.ID]
-	delete(p.running, r.ID)
-	if rec == nil {
-		return
-	}
-	p.done++
-	p.finished++
-	p.spent += time.Since(began)
-	p.draw(fmt.Sprintf("%-26s test acc %6.2f%%  sent %-10s  %s", r.ID, 100*rec.TestAcc, byteSize(rec.Comm.Sent), seconds(rec.Wall)))
-}
-
-// eta is the time left: the runs left at the mean time of those finished,
-// jobs at a time.
-func (p *gridProgress) eta() string {
-	if p.finished == 0 {
-		return "ETA -"
-	}
-	left := p.total - p.done
-	per := p.spent / time.Duration(p.finished)
-	return "ETA " + (per * time.Duration(left) / time.Duration(max(1, p.jobs))).Round(time.Second).String()
-}
-
-// draw shows the state, after the line finished when it is not empty.
-func (p *gridProgress) draw(finished string) {
-	state := fmt.Sprintf("runs %d/%d done, %d running, %s", p.done, p.total, len(p.running), p.eta())
-	if p.terminal {
-		fmt.Fprint(p.w, "\r\033[K")
-		if finished != "" {
-			fmt.Fprintln(p.w, finished)
-		}
-		if len(p.running) > 0 {
-			state += " — " + strings.Join(slices.Sorted(maps.Keys(p.running)), ", ")
-		}
-		fmt.Fprint(p.w, state)
-		return
-	}
-	if finished != "" {
-		fmt.Fprintf(p.w, "%s  [%s]\n", finished, state)
-	}
-}
-
-func (p *gridProgress) finish() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.terminal {
-		fmt.Fprint(p.w, "\r\033[K")
-	}
-	fmt.Fprintf(p.w, "runs %d/%d done\n", p.done, p.total)
+	return train.PatternOf(set.Config.Strategy), nil
 }

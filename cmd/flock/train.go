@@ -606,30 +606,12 @@ func (r *reporter) record(rec train.Record) {
 			return
 		}
 		fmt.Fprintf(r.w, "epoch %d step %d  lr %.4g  loss %.4f  acc %5.2f%%  %.0f img/s  %s\n",
-			rec.Epoch, rec.Step, rec.LR, rec.Loss, 100*rec.Acc, rec.ImagesPerSec, seconds(rec.Elapsed))
+			rec.Epoch, rec.Step, rec.LR, rec.Loss, 100*rec.Acc, rec.ImagesPerSec, term.Seconds(rec.Elapsed))
 	case train.KindEval:
 		r.clear()
 		fmt.Fprintf(r.w, "epoch %d test  loss %.4f  acc %5.2f%%  (%s)\n",
-			rec.Epoch, rec.Loss, 100*rec.Acc, seconds(rec.Elapsed))
+			rec.Epoch, rec.Loss, 100*rec.Acc, term.Seconds(rec.Elapsed))
 	}
-}
-
-// byteSize writes n bytes in the largest binary unit that keeps it ≥ 1.
-func byteSize(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	v, u := float64(n), 0
-	for v >= unit && u < 4 {
-		v /= unit
-		u++
-	}
-	return fmt.Sprintf("%.1f %ciB", v, " KMGT"[u])
-}
-
-func seconds(s float64) string {
-	return time.Duration(s * float64(time.Second)).Round(100 * time.Millisecond).String()
 }
 
 func (r *reporter) progress(p train.Progress) {
@@ -695,7 +677,7 @@ func (r *reporter) finish(s train.Summary) {
 	}
 	if c := s.Comm; c != nil {
 		fmt.Fprintf(tw, "synchronizations\t%d (%d collectives)\n", c.Syncs, c.Collectives)
-		fmt.Fprintf(tw, "sent per worker\t%s (data parallel: %s)\n", byteSize(c.Sent), byteSize(c.DataParallelBytes))
+		fmt.Fprintf(tw, "sent per worker\t%s (data parallel: %s)\n", term.Bytes(c.Sent), term.Bytes(c.DataParallelBytes))
 		fmt.Fprintf(tw, "waiting on communication\t%s\n", (time.Duration(c.Blocked * float64(time.Second))).Round(10*time.Millisecond))
 		if c.LayersPerStep > 0 {
 			fmt.Fprintf(tw, "layers computed per step\t%.1f\n", c.LayersPerStep)

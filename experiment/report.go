@@ -1,4 +1,4 @@
-package main
+package experiment
 
 import (
 	"encoding/json"
@@ -22,8 +22,8 @@ import (
 	"github.com/flockml/flock/netmodel"
 )
 
-// projection is what a run would cost on P nodes of a network.
-type projection struct {
+// Projection is what a run would cost on P nodes of a network.
+type Projection struct {
 	Network netmodel.Network `json:"network"`
 	Nodes   int              `json:"nodes"`
 	Pattern netmodel.Pattern `json:"pattern"`
@@ -38,16 +38,16 @@ type projection struct {
 	Comm        float64 `json:"comm_s"`
 }
 
-// projectedRun is a run with its projection: a line of report.jsonl.
-type projectedRun struct {
-	runRecord
-	Projected projection `json:"projected"`
+// ProjectedRun is a run with its Projection: a line of report.jsonl.
+type ProjectedRun struct {
+	Record
+	Projected Projection `json:"projected"`
 }
 
-// projectRuns projects each run onto p nodes of net; stepTime, when
+// Project projects each run onto p nodes of net; stepTime, when
 // positive, replaces the measured compute time of a step.
-func projectRuns(recs []runRecord, net netmodel.Network, p int, stepTime float64) []projectedRun {
-	out := make([]projectedRun, len(recs))
+func Project(recs []Record, net netmodel.Network, p int, stepTime float64) []ProjectedRun {
+	out := make([]ProjectedRun, len(recs))
 	for i, r := range recs {
 		w := netmodel.Workload{Steps: r.Steps, Syncs: r.Comm.Syncs, StepCompute: stepTime}
 		if stepTime == 0 && r.Steps > 0 {
@@ -77,7 +77,7 @@ func projectRuns(recs []runRecord, net netmodel.Network, p int, stepTime float64
 			w.Bytes = perSync / (2 * float64(r.Workers-1) / float64(r.Workers))
 		}
 		total, comm := net.Project(p, w)
-		out[i] = projectedRun{r, projection{Network: net, Nodes: p, Pattern: w.Pattern, MessageBytes: w.Bytes, Degree: w.Degree,
+		out[i] = ProjectedRun{r, Projection{Network: net, Nodes: p, Pattern: w.Pattern, MessageBytes: w.Bytes, Degree: w.Degree,
 			StepCompute: w.StepCompute, Time: total, Comm: comm}}
 	}
 	return out
@@ -86,10 +86,10 @@ func projectRuns(recs []runRecord, net netmodel.Network, p int, stepTime float64
 // strategySummary is a strategy's runs over the seeds, in grid order.
 type strategySummary struct {
 	name, label string
-	runs        []projectedRun
+	runs        []ProjectedRun
 }
 
-func summarize(runs []projectedRun) []strategySummary {
+func summarize(runs []ProjectedRun) []strategySummary {
 	var out []strategySummary
 	for _, r := range runs {
 		if len(out) == 0 || out[len(out)-1].name != r.Strategy {
@@ -102,7 +102,7 @@ func summarize(runs []projectedRun) []strategySummary {
 
 // meanStd returns the mean of f over s's runs and their standard deviation
 // (n − 1 in the denominator; 0 for one run).
-func (s strategySummary) meanStd(f func(projectedRun) float64) (mean, std float64) {
+func (s strategySummary) meanStd(f func(ProjectedRun) float64) (mean, std float64) {
 	xs := make([]float64, len(s.runs))
 	for i, r := range s.runs {
 		xs[i] = f(r)
@@ -113,12 +113,12 @@ func (s strategySummary) meanStd(f func(projectedRun) float64) (mean, std float6
 	return stat.MeanStdDev(xs, nil)
 }
 
-func testAccPct(r projectedRun) float64 { return 100 * r.TestAcc }
-func sentMiB(r projectedRun) float64    { return float64(r.Comm.Sent) / (1 << 20) }
+func testAccPct(r ProjectedRun) float64 { return 100 * r.TestAcc }
+func sentMiB(r ProjectedRun) float64    { return float64(r.Comm.Sent) / (1 << 20) }
 
-// writeExperimentReport writes report.jsonl, report.md and the figures
+// WriteReport writes report.jsonl, report.md and the figures
 // into dir.
-func writeExperimentReport(dir, command string, net netmodel.Network, p int, runs []projectedRun) error {
+func WriteReport(dir, command string, net netmodel.Network, p int, runs []ProjectedRun) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("%w", err)
 	}
@@ -143,7 +143,7 @@ func writeExperimentReport(dir, command string, net netmodel.Network, p int, run
 	}{
 		{"acc_bytes.svg", pointFigure(sums, "Test accuracy against bytes sent", "bytes sent per worker (MiB, log scale)", sentMiB)},
 		{"acc_time.svg", pointFigure(sums, "Test accuracy against projected time ("+netName+")", "projected wall-clock time (s, log scale)",
-			func(r projectedRun) float64 { return r.Projected.Time })},
+			func(r ProjectedRun) float64 { return r.Projected.Time })},
 		{"curves.svg", curveFigure(sums)},
 		{"h.svg", hFigure(sums)},
 	}
@@ -158,7 +158,7 @@ func writeExperimentReport(dir, command string, net netmodel.Network, p int, run
 	return nil
 }
 
-func experimentMarkdown(command string, net netmodel.Network, p int, runs []projectedRun, sums []strategySummary) string {
+func experimentMarkdown(command string, net netmodel.Network, p int, runs []ProjectedRun, sums []strategySummary) string {
 	var b strings.Builder
 	r0 := runs[0]
 	fmt.Fprintf(&b, "# Strategies: accuracy against communication\n\nMade by (from the repository root):\n\n```\n%s\n```\n\n", command)
@@ -169,21 +169,21 @@ func experimentMarkdown(command string, net netmodel.Network, p int, runs []proj
 		r0.Model, r0.Params, r0.Workers, r0.Epochs, r0.Steps/max(1, r0.Epochs), p, net.Name, net.Latency, net.Bandwidth, net.AllReduce)
 	b.WriteString("| strategy | runs | test accuracy (%) | sent per worker (MiB) | synchronizations | compute per step (ms) | projected time (s) | of it communicating (s) |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|\n")
-	pm := func(s strategySummary, f func(projectedRun) float64, prec int) string {
+	pm := func(s strategySummary, f func(ProjectedRun) float64, prec int) string {
 		m, sd := s.meanStd(f)
 		return fmt.Sprintf("%.*f ± %.*f", prec, m, prec, sd)
 	}
 	for _, s := range sums {
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s |\n", s.label, len(s.runs),
 			pm(s, testAccPct, 2), pm(s, sentMiB, 1),
-			pm(s, func(r projectedRun) float64 { return float64(r.Comm.Syncs) }, 0),
-			pm(s, func(r projectedRun) float64 { return 1e3 * r.Projected.StepCompute }, 1),
-			pm(s, func(r projectedRun) float64 { return r.Projected.Time }, 2),
-			pm(s, func(r projectedRun) float64 { return r.Projected.Comm }, 2))
+			pm(s, func(r ProjectedRun) float64 { return float64(r.Comm.Syncs) }, 0),
+			pm(s, func(r ProjectedRun) float64 { return 1e3 * r.Projected.StepCompute }, 1),
+			pm(s, func(r ProjectedRun) float64 { return r.Projected.Time }, 2),
+			pm(s, func(r ProjectedRun) float64 { return r.Projected.Comm }, 2))
 	}
 	b.WriteString("\n![Test accuracy against bytes sent](acc_bytes.svg)\n\n![Test accuracy against projected time](acc_time.svg)\n\n" +
 		"![Test accuracy by epoch](curves.svg)\n\n![H over training](h.svg)\n\n" +
-		"Every run, with its flags and projection: `report.jsonl`; as measured: `runs.jsonl`.\n")
+		"Every run, with its flags and Projection: `report.jsonl`; as measured: `runs.jsonl`.\n")
 	return b.String()
 }
 
@@ -204,7 +204,7 @@ type figure struct {
 
 // pointFigure places each strategy at the mean of x and of the test
 // accuracy over its seeds, with the accuracy's standard deviation.
-func pointFigure(sums []strategySummary, title, xLabel string, x func(projectedRun) float64) figure {
+func pointFigure(sums []strategySummary, title, xLabel string, x func(ProjectedRun) float64) figure {
 	f := figure{title: title, x: xLabel, y: "test accuracy (%)", logX: true}
 	for _, s := range sums {
 		mx, _ := s.meanStd(x)
@@ -224,7 +224,7 @@ func curveFigure(sums []strategySummary) figure {
 	for _, s := range sums {
 		var xys plotter.XYs
 		for i := range s.runs[0].Curve {
-			m, _ := s.meanStd(func(r projectedRun) float64 {
+			m, _ := s.meanStd(func(r ProjectedRun) float64 {
 				if i < len(r.Curve) {
 					return 100 * r.Curve[i].Acc
 				}
