@@ -66,6 +66,12 @@ type Settings struct {
 	OuterLR       float64 `json:"outer_lr,omitempty"`
 	OuterMomentum float64 `json:"outer_momentum,omitempty"`
 	OuterNesterov bool    `json:"outer_nesterov,omitempty"`
+	// SyncBits sends each synchronization's values in 8 or 4 bits with a
+	// scale per train.DefaultQuantBlock values (0: float32s), and
+	// ErrorFeedback carries what quantization took over to the next
+	// synchronization (train.Quantization).
+	SyncBits      int  `json:"sync_bits,omitempty"`
+	ErrorFeedback bool `json:"error_feedback,omitempty"`
 }
 
 var _ train.StrategySettings = (*Settings)(nil)
@@ -97,6 +103,8 @@ func (s *Settings) Flags(fs *flag.FlagSet) {
 	fs.Float64Var(&s.OuterLR, "outer-lr", s.OuterLR, "diloco's outer learning rate")
 	fs.Float64Var(&s.OuterMomentum, "outer-momentum", s.OuterMomentum, "diloco's outer momentum")
 	fs.BoolVar(&s.OuterNesterov, "outer-nesterov", s.OuterNesterov, "diloco's outer Nesterov momentum (--outer-nesterov=false to turn off)")
+	fs.IntVar(&s.SyncBits, "sync-bits", s.SyncBits, fmt.Sprintf("local and diloco send what a synchronization averages (local: the change since the last one; diloco: the pseudo-gradient) in `BITS` 8 or 4, with a scale per %d values (0: float32)", train.DefaultQuantBlock))
+	fs.BoolVar(&s.ErrorFeedback, "error-feedback", s.ErrorFeedback, "with --sync-bits, each worker adds what quantization took from its last contribution to the next")
 }
 
 // Validate implements train.StrategySettings: it reports the first
@@ -123,6 +131,10 @@ func (s *Settings) Validate(name string) error {
 		return fmt.Errorf("outer-momentum %v: want 0 ≤ momentum < 1", s.OuterMomentum)
 	case name == "diloco" && s.OuterNesterov && s.OuterMomentum == 0:
 		return fmt.Errorf("outer Nesterov momentum needs outer-momentum > 0")
+	case s.SyncBits != 0 && s.SyncBits != 8 && s.SyncBits != 4:
+		return fmt.Errorf("sync-bits %d: want 8 or 4 (0: float32)", s.SyncBits)
+	case s.ErrorFeedback && s.SyncBits == 0:
+		return fmt.Errorf("error-feedback needs sync-bits 8 or 4")
 	}
 	for _, f := range s.StateFields() {
 		if !slices.Contains(StateFields, f) {
@@ -169,5 +181,10 @@ func (s *Settings) options(run train.StrategyRun) (Options, error) {
 		return Options{}, err
 	}
 	return Options{Schedule: sched, AverageState: s.StateFields(), BNBatches: s.BNBatches, Context: run.Context,
-		Optimizer: optim.NameOf(run.Config.Optimizer)}, nil
+		Optimizer: optim.NameOf(run.Config.Optimizer), Quantization: s.Quantization()}, nil
+}
+
+// Quantization returns the quantization of the synchronizations s asks for.
+func (s *Settings) Quantization() train.Quantization {
+	return train.Quantization{Bits: s.SyncBits, ErrorFeedback: s.ErrorFeedback}
 }

@@ -1,7 +1,6 @@
 package localopt
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -146,9 +145,7 @@ func (d *DiLoCo) outerStep(s *train.StepContext) (float64, error) {
 	d.flat.MulScalarInPlace(-1)
 	d.flat.AddInPlace(d.prev)
 	d.ConsensusSlotsTensor(s, d.slots)
-	if err := d.Collective("all-reduce", func(ctx context.Context) error {
-		return d.Meter.AllReduce(ctx, d.flat, dist.Avg)
-	}); err != nil {
+	if err := d.Collective("all-reduce", d.mean); err != nil {
 		return 0, err
 	}
 	d.TakeSlotsTensor(s, d.slots)
@@ -185,11 +182,17 @@ func (d *DiLoCo) State() (map[string]*tensor.Tensor, map[string]string) {
 	sc := d.scalars()
 	sc["outer.has_momentum"] = strconv.FormatBool(d.hasMom)
 	sc["outer"] = fmt.Sprintf("%+v", d.outer)
-	return map[string]*tensor.Tensor{"prev": d.prev.Clone(), "outer.momentum": d.mom.Clone()}, sc
+	ts := d.quantState()
+	ts["prev"], ts["outer.momentum"] = d.prev.Clone(), d.mom.Clone()
+	return ts, sc
 }
 
 // LoadState implements train.Stateful. It runs before Setup.
 func (d *DiLoCo) LoadState(ts map[string]*tensor.Tensor, sc map[string]string) error {
+	ts, err := d.loadQuantState(ts)
+	if err != nil {
+		return err
+	}
 	prev, ok1 := ts["prev"]
 	mom, ok2 := ts["outer.momentum"]
 	if !ok1 || !ok2 || len(ts) != 2 {

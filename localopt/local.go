@@ -10,6 +10,7 @@ import (
 	"github.com/flockml/flock/optim"
 
 	"github.com/flockml/flock/autograd"
+	"github.com/flockml/flock/backend/cpu"
 	"github.com/flockml/flock/dist"
 	"github.com/flockml/flock/nn"
 	"github.com/flockml/flock/tensor"
@@ -37,6 +38,11 @@ type Options struct {
 	// String before Setup, which learns it from the optimizer itself
 	// (empty: SGD).
 	Optimizer string
+	// Quantization sends each synchronization's values in 8 or 4 bits
+	// (train.QuantizedMean): Local's change since the last
+	// synchronization, DiLoCo's pseudo-gradient. The zero value sends
+	// float32s in one all-reduce.
+	Quantization train.Quantization
 }
 
 // Local is Local SGD — Local AdamW, Local LARS with those inner optimizers
@@ -118,7 +124,27 @@ func (l *Local) Setup(s *train.StepContext) error {
 			l.state = append(l.state, b)
 		}
 	}
-	return l.layout()
+	if err := l.layout(); err != nil {
+		return err
+	}
+	if !l.quant.On() {
+		return nil
+	}
+	l.ref = tensor.Zeros(tensor.Shape{l.fp.Elements()}, tensor.On(l.flat.Device()))
+	if l.loadRef != nil {
+		if l.loadRef.NumElements() != l.ref.NumElements() {
+			return fmt.Errorf("local: the checkpoint's reference has %d elements, this model's parameters %d", l.loadRef.NumElements(), l.ref.NumElements())
+		}
+		l.ref.CopyFrom(l.loadRef)
+		l.loadRef.Release()
+		l.loadRef = nil
+		return nil
+	}
+	l.fp.Gather()
+	head := l.head()
+	defer head.Release()
+	l.ref.CopyFrom(head)
+	return nil
 }
 
 // AfterBackward implements train.Strategy; local steps need nothing.
@@ -141,22 +167,49 @@ func (l *Local) AfterStep(s *train.StepContext) error {
 	return nil
 }
 
-// State implements train.Stateful.
+// State implements train.Stateful: the round, the accounting and, under
+// quantization, the reference and the residual.
 func (l *Local) State() (map[string]*tensor.Tensor, map[string]string) {
-	return map[string]*tensor.Tensor{}, l.scalars()
+	ts := l.quantState()
+	if l.ref != nil {
+		ts["sync.ref"] = l.ref.Clone()
+	}
+	return ts, l.scalars()
 }
 
-// LoadState implements train.Stateful.
+// LoadState implements train.Stateful. It runs before Setup.
 func (l *Local) LoadState(ts map[string]*tensor.Tensor, sc map[string]string) error {
+	if err := l.loadScalars(sc); err != nil {
+		return err
+	}
+	ts, err := l.loadQuantState(ts)
+	if err != nil {
+		return err
+	}
+	if ref, ok := ts["sync.ref"]; ok && l.quant.On() {
+		l.loadRef = ref.To(cpu.Default())
+		delete(ts, "sync.ref")
+	}
 	if len(ts) > 0 {
 		return errors.New("local: unexpected tensors in the strategy's state")
 	}
-	return l.loadScalars(sc)
+	if l.quant.On() && l.loadRef == nil {
+		return errors.New("local: the checkpoint lacks the reference of quantized synchronization")
+	}
+	return nil
 }
 
 // Close frees the strategy's buffers; the Comm stays open, owned by the
 // caller.
-func (l *Local) Close() { l.release() }
+func (l *Local) Close() {
+	l.release()
+	for _, t := range []*tensor.Tensor{l.ref, l.loadRef} {
+		if t != nil {
+			t.Release()
+		}
+	}
+	l.ref, l.loadRef = nil, nil
+}
 
 // localSample is the size of the consensus sample of Local and DiLoCo,
 // which is read where it lies and never sent: models of up to 2¹⁷
@@ -191,6 +244,16 @@ type core struct {
 	// of a fresh run and after every synchronization).
 	start, h int
 	synced   bool
+
+	// quant is Options.Quantization; residual what it took from this
+	// worker's contributions so far (with error feedback), loadResidual
+	// a checkpoint's until Setup.
+	quant                  train.Quantization
+	residual, loadResidual []float32
+	// ref holds Local's parameters (and averaged state) of the last
+	// synchronization under quantization, which averages the change
+	// since then; loadRef is a checkpoint's, until Setup.
+	ref, loadRef *tensor.Tensor
 }
 
 func newCore(c dist.Comm, opt Options, kind string) (core, error) {
@@ -203,7 +266,14 @@ func newCore(c dist.Comm, opt Options, kind string) (core, error) {
 	if opt.BNBatches < 0 {
 		return core{}, fmt.Errorf("%s: BNBatches %d: want ≥ 0", kind, opt.BNBatches)
 	}
-	return core{CommAccount: train.NewCommAccount(c, opt.Context, kind), kind: kind, sched: opt.Schedule, bnN: opt.BNBatches, optName: opt.Optimizer}, nil
+	if err := opt.Quantization.Validate(); err != nil {
+		return core{}, fmt.Errorf("%s: %w", kind, err)
+	}
+	if opt.Quantization.ErrorFeedback && !opt.Quantization.On() {
+		return core{}, fmt.Errorf("%s: error feedback without quantization", kind)
+	}
+	return core{CommAccount: train.NewCommAccount(c, opt.Context, kind), kind: kind, sched: opt.Schedule, bnN: opt.BNBatches, optName: opt.Optimizer,
+		quant: opt.Quantization}, nil
 }
 
 // Period returns the current round's start and H.
@@ -214,10 +284,17 @@ func (c *core) describe() string {
 	if opt == "" {
 		opt = "SGD" // before Setup
 	}
-	if p, ok := c.sched.(Constant); ok && p.H == 1 {
-		return opt + " with H = 1"
+	q := ""
+	if c.quant.On() {
+		q = fmt.Sprintf(", synchronized in %d bits", c.quant.Bits)
+		if c.quant.ErrorFeedback {
+			q += " with error feedback"
+		}
 	}
-	return fmt.Sprintf("%s (%v)", opt, c.sched)
+	if p, ok := c.sched.(Constant); ok && p.H == 1 {
+		return opt + " with H = 1" + q
+	}
+	return fmt.Sprintf("%s (%v)%s", opt, c.sched, q)
 }
 
 func (c *core) begin(s *train.StepContext) error {
@@ -244,7 +321,71 @@ func (c *core) layout() error {
 	c.fp, c.flat, c.slots = fp, fp.Flat, fp.Tail()
 	// The sample stays here: it can be large.
 	c.sample = train.NewConsensusSample(fp.Sizes(), localSample, c.flat.Device())
+	if c.quant.ErrorFeedback {
+		c.residual = make([]float32, fp.Elements())
+		if c.loadResidual != nil {
+			if len(c.loadResidual) != len(c.residual) {
+				return fmt.Errorf("%s: the checkpoint's residual has %d elements, this model's parameters %d", c.kind, len(c.loadResidual), len(c.residual))
+			}
+			copy(c.residual, c.loadResidual)
+			c.loadResidual = nil
+		}
+	}
 	return nil
+}
+
+// head returns a view of the flat buffer without its tail: the values a
+// synchronization averages.
+func (c *core) head() *tensor.Tensor { return c.flat.Slice(0, 0, c.fp.Elements()) }
+
+// mean replaces the flat buffer's values by their mean over the workers:
+// in one all-reduce, or under quantization the head by
+// train.QuantizedMean and the tail exactly, in an all-reduce of its own.
+func (c *core) mean(ctx context.Context) error {
+	if !c.quant.On() {
+		return c.Meter.AllReduce(ctx, c.flat, dist.Avg)
+	}
+	head := c.head()
+	defer head.Release()
+	x := head.Float32s()
+	if err := train.QuantizedMean(ctx, c.Meter, x, c.residual, c.quant); err != nil {
+		return err
+	}
+	v := tensor.FromSlice(x, nil, tensor.On(head.Device()))
+	head.CopyFrom(v)
+	v.Release()
+	return c.Meter.AllReduce(ctx, c.slots, dist.Avg)
+}
+
+// quantState returns the residual of error feedback, for a checkpoint.
+func (c *core) quantState() map[string]*tensor.Tensor {
+	ts := map[string]*tensor.Tensor{}
+	if c.residual != nil {
+		ts["sync.residual"] = tensor.FromSlice(c.residual, nil)
+	}
+	return ts
+}
+
+// loadQuantState takes the residual out of a checkpoint's tensors and
+// returns the others.
+func (c *core) loadQuantState(ts map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
+	r, ok := ts["sync.residual"]
+	switch {
+	case ok && !c.quant.ErrorFeedback:
+		return nil, fmt.Errorf("%s: the checkpoint was written with error feedback, this run has none", c.kind)
+	case !ok && c.quant.ErrorFeedback:
+		return nil, fmt.Errorf("%s: the checkpoint lacks the residual of error feedback", c.kind)
+	case !ok:
+		return ts, nil
+	}
+	c.loadResidual = r.Float32s()
+	rest := make(map[string]*tensor.Tensor, len(ts)-1)
+	for k, t := range ts {
+		if k != "sync.residual" {
+			rest[k] = t
+		}
+	}
+	return rest, nil
 }
 
 func (c *core) release() {
@@ -307,11 +448,21 @@ func (c *core) synchronize(s *train.StepContext) (float64, error) {
 	defer c.Block(time.Now())
 	c.fp.Gather()
 	c.mine = c.sample.Read(c.flat)
+	var head *tensor.Tensor
+	if c.ref != nil {
+		// Under quantization the workers average their change since the
+		// last synchronization.
+		head = c.head()
+		defer head.Release()
+		head.AddScaledInPlace(-1, c.ref)
+	}
 	c.ConsensusSlotsTensor(s, c.slots)
-	if err := c.Collective("all-reduce", func(ctx context.Context) error {
-		return c.Meter.AllReduce(ctx, c.flat, dist.Avg)
-	}); err != nil {
+	if err := c.Collective("all-reduce", c.mean); err != nil {
 		return 0, err
+	}
+	if head != nil {
+		head.AddInPlace(c.ref)
+		c.ref.CopyFrom(head)
 	}
 	c.fp.Scatter()
 	c.TakeSlotsTensor(s, c.slots)
@@ -339,6 +490,9 @@ func (c *core) scalars() map[string]string {
 	sc["synced"] = strconv.FormatBool(c.synced)
 	sc["schedule"] = fmt.Sprint(c.sched)
 	sc["averaged_state"] = fmt.Sprint(len(c.state))
+	if c.quant.On() {
+		sc["sync.quantization"] = fmt.Sprintf("%+v", c.quant)
+	}
 	return sc
 }
 
@@ -358,6 +512,14 @@ func (c *core) loadScalars(sc map[string]string) error {
 	}
 	if got := fmt.Sprint(c.sched); sc["schedule"] != got {
 		return fmt.Errorf("%s: the checkpoint was written under %s, this run has %s", c.kind, sc["schedule"], got)
+	}
+	if got := ""; c.quant.On() || sc["sync.quantization"] != "" {
+		if c.quant.On() {
+			got = fmt.Sprintf("%+v", c.quant)
+		}
+		if sc["sync.quantization"] != got {
+			return fmt.Errorf("%s: the checkpoint's synchronization quantization is %q, this run's %q", c.kind, sc["sync.quantization"], got)
+		}
 	}
 	if err := c.LoadState(sc); err != nil {
 		return err
