@@ -64,6 +64,7 @@ var strategyGrid = []gridStrategy{
 	}},
 	{"local-power1", "Local SGD, H ∝ η⁻¹", fixed("--strategy", "local", "--sync", "power", "--power-gamma", "1", "--h-base", "2", "--qsr-alpha", sgdAlpha)},
 	{"local-qsr", "Local SGD, QSR (H ∝ η⁻²)", fixed("--strategy", "local", "--sync", "qsr", "--h-base", "2", "--qsr-alpha", sgdAlpha)},
+	{"local-qsr-q8", "Local SGD, QSR, 8-bit sync", fixed("--strategy", "local", "--sync", "qsr", "--h-base", "2", "--qsr-alpha", sgdAlpha, "--sync-bits", "8", "--error-feedback")},
 	{"local-power3", "Local SGD, H ∝ η⁻³", fixed("--strategy", "local", "--sync", "power", "--power-gamma", "3", "--h-base", "2", "--qsr-alpha", sgdAlpha)},
 	{"adamw-qsr", "Local AdamW, QSR", fixed("--strategy", "local", "--optimizer", "adamw", "--lr", adamwLR, "--weight-decay", "0.05", "--sync", "qsr", "--h-base", "2", "--qsr-alpha", adamwAlpha)},
 	{"diloco", "DiLoCo, H = 8", fixed("--strategy", "diloco", "--optimizer", "adamw", "--lr", adamwLR, "--weight-decay", "0.05", "--sync", "constant", "--h", "8")},
