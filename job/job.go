@@ -27,6 +27,9 @@ type Spec struct {
 	// StepsPerEpoch is what each worker's data gives, for the strategies'
 	// schedules.
 	StepsPerEpoch int
+	// LocalSize is the launcher's number of ranks per node
+	// (train.StrategyRun.LocalSize; 0 for in-process workers).
+	LocalSize int
 	// Test says whether there is a test set: rank 0 evaluates on it and
 	// the other ranks take part in the strategy's preparation of each
 	// evaluation.
@@ -155,7 +158,7 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 		opts := train.Options{MaxNonFiniteSteps: spec.MaxNonFiniteSteps, CheckpointEvery: spec.CheckpointEvery}
 		test := spec.Test
 		if w.comm != nil {
-			s, err := train.NewStrategy(w.comm, spec.Config, train.StrategyRun{StepsPerEpoch: spec.StepsPerEpoch, Context: commCtx})
+			s, err := train.NewStrategy(w.comm, spec.Config, train.StrategyRun{StepsPerEpoch: spec.StepsPerEpoch, Context: commCtx, LocalSize: spec.LocalSize})
 			if err != nil {
 				return res, err
 			}

@@ -1,6 +1,7 @@
 package localopt
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -72,6 +73,11 @@ type Settings struct {
 	// synchronization (train.Quantization).
 	SyncBits      int  `json:"sync_bits,omitempty"`
 	ErrorFeedback bool `json:"error_feedback,omitempty"`
+	// InnerH makes a two-level run: inside each node of NodeSize workers
+	// (0: the launcher's ranks per node) the parameters are averaged every
+	// InnerH steps of a round (Options.NodeSize); 0: one level.
+	InnerH   int `json:"inner_h,omitempty"`
+	NodeSize int `json:"node_size,omitempty"`
 }
 
 var _ train.StrategySettings = (*Settings)(nil)
@@ -104,6 +110,8 @@ func (s *Settings) Flags(fs *flag.FlagSet) {
 	fs.Float64Var(&s.OuterMomentum, "outer-momentum", s.OuterMomentum, "diloco's outer momentum")
 	fs.BoolVar(&s.OuterNesterov, "outer-nesterov", s.OuterNesterov, "diloco's outer Nesterov momentum (--outer-nesterov=false to turn off)")
 	fs.IntVar(&s.SyncBits, "sync-bits", s.SyncBits, fmt.Sprintf("local and diloco send what a synchronization averages (local: the change since the last one; diloco: the pseudo-gradient) in `BITS` 8 or 4, with a scale per %d values (0: float32)", train.DefaultQuantBlock))
+	fs.IntVar(&s.InnerH, "inner-h", s.InnerH, "local and diloco on two levels: also average inside each node every `H` steps of a round (0: one level)")
+	fs.IntVar(&s.NodeSize, "node-size", s.NodeSize, "with --inner-h, the workers per node, `N` consecutive ranks (0: the launcher's LOCAL_WORLD_SIZE; in-process workers need it)")
 	fs.BoolVar(&s.ErrorFeedback, "error-feedback", s.ErrorFeedback, "with --sync-bits, each worker adds what quantization took from its last contribution to the next")
 }
 
@@ -135,6 +143,10 @@ func (s *Settings) Validate(name string) error {
 		return fmt.Errorf("sync-bits %d: want 8 or 4 (0: float32)", s.SyncBits)
 	case s.ErrorFeedback && s.SyncBits == 0:
 		return fmt.Errorf("error-feedback needs sync-bits 8 or 4")
+	case s.InnerH < 0 || s.NodeSize < 0:
+		return fmt.Errorf("inner-h %d, node-size %d: want ≥ 0", s.InnerH, s.NodeSize)
+	case s.NodeSize > 0 && s.InnerH == 0:
+		return fmt.Errorf("node-size %d needs inner-h", s.NodeSize)
 	}
 	for _, f := range s.StateFields() {
 		if !slices.Contains(StateFields, f) {
@@ -180,8 +192,18 @@ func (s *Settings) options(run train.StrategyRun) (Options, error) {
 	if err != nil {
 		return Options{}, err
 	}
-	return Options{Schedule: sched, AverageState: s.StateFields(), BNBatches: s.BNBatches, Context: run.Context,
-		Optimizer: optim.NameOf(run.Config.Optimizer), Quantization: s.Quantization()}, nil
+	opt := Options{Schedule: sched, AverageState: s.StateFields(), BNBatches: s.BNBatches, Context: run.Context,
+		Optimizer: optim.NameOf(run.Config.Optimizer), Quantization: s.Quantization()}
+	if s.InnerH > 0 {
+		opt.InnerH, opt.NodeSize = s.InnerH, s.NodeSize
+		if opt.NodeSize == 0 {
+			opt.NodeSize = run.LocalSize
+		}
+		if opt.NodeSize == 0 {
+			return Options{}, errors.New("inner-h: the workers per node are unknown: give node-size")
+		}
+	}
+	return opt, nil
 }
 
 // Quantization returns the quantization of the synchronizations s asks for.

@@ -123,8 +123,16 @@ func (d *DiLoCo) AfterBackward(*train.StepContext) error { return nil }
 // the pseudo-gradients and takes the outer step.
 func (d *DiLoCo) AfterStep(s *train.StepContext) error {
 	done, err := d.step(s)
-	if err != nil || !done {
+	if err != nil {
 		return err
+	}
+	if !done {
+		if d.innerDue(s) {
+			if err := d.innerSync(); err != nil {
+				return fmt.Errorf("diloco: node synchronization at step %d: %w", s.Step+1, err)
+			}
+		}
+		return nil
 	}
 	cd, err := d.outerStep(s)
 	if err == nil {

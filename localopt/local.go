@@ -43,6 +43,13 @@ type Options struct {
 	// synchronization, DiLoCo's pseudo-gradient. The zero value sends
 	// float32s in one all-reduce.
 	Quantization train.Quantization
+	// NodeSize groups the workers into nodes of NodeSize consecutive ranks
+	// for a two-level run: inside each node the parameters (and averaged
+	// state) are averaged every InnerH steps of a round, across all
+	// workers when the round ends, as Schedule says (PyTorch's
+	// HierarchicalModelAverager, with QSR at the outer level). 0: one
+	// level.
+	NodeSize, InnerH int
 }
 
 // Local is Local SGD — Local AdamW, Local LARS with those inner optimizers
@@ -154,8 +161,16 @@ func (l *Local) AfterBackward(*train.StepContext) error { return nil }
 // the parameters (and the chosen optimizer state) and chooses the next H.
 func (l *Local) AfterStep(s *train.StepContext) error {
 	done, err := l.step(s)
-	if err != nil || !done {
+	if err != nil {
 		return err
+	}
+	if !done {
+		if l.innerDue(s) {
+			if err := l.innerSync(); err != nil {
+				return fmt.Errorf("local: node synchronization at step %d: %w", s.Step+1, err)
+			}
+		}
+		return nil
 	}
 	d, err := l.synchronize(s)
 	if err == nil {
@@ -250,6 +265,12 @@ type core struct {
 	// a checkpoint's until Setup.
 	quant                  train.Quantization
 	residual, loadResidual []float32
+	// The inner level of a two-level run: the node's communicator, behind
+	// the account's node meter.
+	nodeSize, innerH int
+	nodeComm         dist.Comm
+	node             *dist.Meter
+
 	// ref holds Local's parameters (and averaged state) of the last
 	// synchronization under quantization, which averages the change
 	// since then; loadRef is a checkpoint's, until Setup.
@@ -272,8 +293,16 @@ func newCore(c dist.Comm, opt Options, kind string) (core, error) {
 	if opt.Quantization.ErrorFeedback && !opt.Quantization.On() {
 		return core{}, fmt.Errorf("%s: error feedback without quantization", kind)
 	}
+	switch {
+	case opt.NodeSize < 0 || opt.InnerH < 0:
+		return core{}, fmt.Errorf("%s: node size %d, inner H %d: want ≥ 0", kind, opt.NodeSize, opt.InnerH)
+	case (opt.NodeSize > 0) != (opt.InnerH > 0):
+		return core{}, fmt.Errorf("%s: node size %d with inner H %d: a two-level run needs both", kind, opt.NodeSize, opt.InnerH)
+	case opt.NodeSize > 0 && c.Size()%opt.NodeSize != 0:
+		return core{}, fmt.Errorf("%s: %d workers do not split into nodes of %d", kind, c.Size(), opt.NodeSize)
+	}
 	return core{CommAccount: train.NewCommAccount(c, opt.Context, kind), kind: kind, sched: opt.Schedule, bnN: opt.BNBatches, optName: opt.Optimizer,
-		quant: opt.Quantization}, nil
+		quant: opt.Quantization, nodeSize: opt.NodeSize, innerH: opt.InnerH}, nil
 }
 
 // Period returns the current round's start and H.
@@ -285,8 +314,11 @@ func (c *core) describe() string {
 		opt = "SGD" // before Setup
 	}
 	q := ""
+	if c.nodeSize > 0 {
+		q = fmt.Sprintf(", averaged every %d steps inside nodes of %d", c.innerH, c.nodeSize)
+	}
 	if c.quant.On() {
-		q = fmt.Sprintf(", synchronized in %d bits", c.quant.Bits)
+		q += fmt.Sprintf(", synchronized in %d bits", c.quant.Bits)
 		if c.quant.ErrorFeedback {
 			q += " with error feedback"
 		}
@@ -309,7 +341,53 @@ func (c *core) begin(s *train.StepContext) error {
 	if !c.Loaded() {
 		c.start, c.h, c.synced = s.Step, Next(c.sched, s.Schedule, s.Step, s.TotalSteps), true
 	}
+	if c.nodeSize > 0 {
+		// Every worker takes part in making every node's group.
+		world := c.Comm()
+		err := c.Collective("node groups", func(ctx context.Context) error {
+			for first := 0; first < world.Size(); first += c.nodeSize {
+				ranks := make([]int, c.nodeSize)
+				for i := range ranks {
+					ranks[i] = first + i
+				}
+				g, err := world.NewGroup(ctx, ranks)
+				if err != nil {
+					return err
+				}
+				if g != nil {
+					c.nodeComm = g
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		c.node = c.NodeLevel(c.nodeComm)
+	}
 	return c.StartModel(s, !c.Loaded())
+}
+
+// innerDue reports whether step s.Step, which does not close the round,
+// closes one of the inner level's periods.
+func (c *core) innerDue(s *train.StepContext) bool {
+	return c.innerH > 0 && (s.Step+1-c.start)%c.innerH == 0
+}
+
+// innerSync averages the parameters (and averaged state) of this worker's
+// node; the node's workers then hold bit-identical values.
+func (c *core) innerSync() error {
+	defer c.NodeSynced(time.Now())
+	c.fp.Gather()
+	head := c.head()
+	defer head.Release()
+	if err := c.Collective("node all-reduce", func(ctx context.Context) error {
+		return c.node.AllReduce(ctx, head, dist.Avg)
+	}); err != nil {
+		return err
+	}
+	c.fp.Scatter()
+	return nil
 }
 
 // layout lays the parameters and c.state out in the flat buffer.
@@ -389,6 +467,10 @@ func (c *core) loadQuantState(ts map[string]*tensor.Tensor) (map[string]*tensor.
 }
 
 func (c *core) release() {
+	if c.nodeComm != nil {
+		c.nodeComm.Close()
+		c.nodeComm, c.node = nil, nil
+	}
 	if c.fp != nil {
 		c.fp.Release()
 		c.fp, c.flat = nil, nil
@@ -493,6 +575,9 @@ func (c *core) scalars() map[string]string {
 	if c.quant.On() {
 		sc["sync.quantization"] = fmt.Sprintf("%+v", c.quant)
 	}
+	if c.nodeSize > 0 {
+		sc["levels"] = fmt.Sprintf("nodes of %d, inner H %d", c.nodeSize, c.innerH)
+	}
 	return sc
 }
 
@@ -512,6 +597,14 @@ func (c *core) loadScalars(sc map[string]string) error {
 	}
 	if got := fmt.Sprint(c.sched); sc["schedule"] != got {
 		return fmt.Errorf("%s: the checkpoint was written under %s, this run has %s", c.kind, sc["schedule"], got)
+	}
+	if got := ""; c.nodeSize > 0 || sc["levels"] != "" {
+		if c.nodeSize > 0 {
+			got = fmt.Sprintf("nodes of %d, inner H %d", c.nodeSize, c.innerH)
+		}
+		if sc["levels"] != got {
+			return fmt.Errorf("%s: the checkpoint's levels are %q, this run's %q", c.kind, sc["levels"], got)
+		}
 	}
 	if got := ""; c.quant.On() || sc["sync.quantization"] != "" {
 		if c.quant.On() {

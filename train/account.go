@@ -35,6 +35,13 @@ type CommAccount struct {
 	consensus         float64
 	pending           *PendingSync
 	loaded            bool
+
+	// The inner level of a two-level run (NodeLevel): its meter, its
+	// traffic before a resume, its synchronizations and blocked time.
+	node        *dist.Meter
+	nodeBase    dist.Traffic
+	nodeSyncs   int64
+	nodeBlocked time.Duration
 }
 
 // NewCommAccount returns the account of strategy who over c; ctx bounds
@@ -107,15 +114,46 @@ func (a *CommAccount) SetupDone() { a.setup = a.Meter.Traffic() }
 // CommStats implements CommReporter: the counts so far. Strategies add
 // what is theirs alone (LayersPerStep, Compute).
 func (a *CommAccount) CommStats() CommStats {
-	tr := a.base.Add(a.Meter.Traffic()).Sub(a.setup).Sub(a.eval)
+	node := a.nodeTraffic()
+	tr := a.base.Add(a.Meter.Traffic()).Sub(a.setup).Sub(a.eval).Add(node)
 	return CommStats{
 		Sent: tr.Sent, Received: tr.Received, Collectives: tr.Ops,
-		Blocked: a.blocked.Seconds(), Syncs: a.syncs,
+		Blocked: (a.blocked + a.nodeBlocked).Seconds(), Syncs: a.syncs,
 		SetupBytes:        a.setup.Sent + a.setup.Received,
 		EvalBytes:         a.eval.Sent + a.eval.Received,
 		DataParallelBytes: a.dpBytes,
 		Consensus:         a.consensus,
+		InnerSent:         node.Sent,
+		InnerSyncs:        a.nodeSyncs,
+		InnerBlocked:      a.nodeBlocked.Seconds(),
 	}
+}
+
+// NodeLevel gives the account an inner level over c, the communicator of
+// this worker's node in a two-level run, and returns the Meter its
+// collectives go through. The inner level's traffic, synchronizations
+// and blocked time count in CommStats' totals and apart in its Inner
+// fields, and survive checkpoints.
+func (a *CommAccount) NodeLevel(c dist.Comm) *dist.Meter {
+	a.node = dist.NewMeter(c)
+	return a.node
+}
+
+// NodeSynced counts a synchronization of the inner level that blocked the
+// training loop since start: `defer a.NodeSynced(time.Now())`.
+func (a *CommAccount) NodeSynced(start time.Time) {
+	a.nodeSyncs++
+	a.nodeBlocked += time.Since(start)
+}
+
+// nodeTraffic is the inner level's traffic, the part before a resume
+// included.
+func (a *CommAccount) nodeTraffic() dist.Traffic {
+	tr := a.nodeBase
+	if a.node != nil {
+		tr = tr.Add(a.node.Traffic())
+	}
+	return tr
 }
 
 // Pend makes p the pending synchronization, whose record waits for the
@@ -342,7 +380,7 @@ func ReestimateBN(s *StepContext, bns []*nn.BatchNorm2d, n int) error {
 func (a *CommAccount) State() map[string]string {
 	tr := a.base.Add(a.Meter.Traffic())
 	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
-	return map[string]string{
+	sc := map[string]string{
 		"syncs":        i64(a.syncs),
 		"dp_bytes":     i64(a.dpBytes),
 		"consensus":    strconv.FormatFloat(a.consensus, 'g', -1, 64),
@@ -358,6 +396,11 @@ func (a *CommAccount) State() map[string]string {
 		"eval.ops":     i64(a.eval.Ops),
 		"pending":      EncodePendingSync(a.pending),
 	}
+	if node := a.nodeTraffic(); a.node != nil || a.nodeSyncs > 0 {
+		sc["node.sent"], sc["node.recv"], sc["node.ops"] = i64(node.Sent), i64(node.Received), i64(node.Ops)
+		sc["node.syncs"], sc["node.blocked_ns"] = i64(a.nodeSyncs), i64(int64(a.nodeBlocked))
+	}
+	return sc
 }
 
 // LoadState restores what State saved, before the strategy's Setup.
@@ -384,6 +427,14 @@ func (a *CommAccount) LoadState(sc map[string]string) error {
 	pending, err := DecodePendingSync(sc["pending"])
 	if err != nil {
 		return fmt.Errorf("%s: state: %w", a.who, err)
+	}
+	if _, ok := sc["node.syncs"]; ok {
+		nodeBase := dist.Traffic{Sent: geti("node.sent"), Received: geti("node.recv"), Ops: geti("node.ops")}
+		nodeSyncs, nodeBlocked := geti("node.syncs"), geti("node.blocked_ns")
+		if err != nil {
+			return fmt.Errorf("%s: state: %w", a.who, err)
+		}
+		a.nodeBase, a.nodeSyncs, a.nodeBlocked = nodeBase, nodeSyncs, time.Duration(nodeBlocked)
 	}
 	a.syncs, a.dpBytes, a.blocked, a.consensus, a.pending = syncs, dpBytes, time.Duration(blocked), consensus, pending
 	a.base, a.setup, a.eval, a.loaded = base, setup, eval, true

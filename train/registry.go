@@ -97,6 +97,10 @@ type StrategyRun struct {
 	// Context bounds the strategy's collectives; it ends when another
 	// worker fails (nil: context.Background).
 	Context context.Context
+	// LocalSize is the number of workers per node of a world started by a
+	// launcher (its LOCAL_WORLD_SIZE), for strategies with a node level;
+	// 0 when unknown, as for in-process workers.
+	LocalSize int
 }
 
 var registry = struct {

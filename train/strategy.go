@@ -225,6 +225,14 @@ type CommStats struct {
 	// backward passes, for strategies that skip gradient work (JointSpar).
 	LayersPerStep float64 `json:"layers_per_step,omitempty"`
 	Compute       float64 `json:"compute_s,omitempty"`
+	// InnerSent, InnerSyncs and InnerBlocked are the inner level's part
+	// of a two-level run (Local SGD or DiLoCo averaging inside each node
+	// more often than across nodes): the bytes it sent (within Sent), its
+	// synchronizations (apart from Syncs, which counts those of the whole
+	// world) and the seconds it blocked (within Blocked).
+	InnerSent    int64   `json:"inner_bytes_sent,omitempty"`
+	InnerSyncs   int64   `json:"inner_syncs,omitempty"`
+	InnerBlocked float64 `json:"inner_blocked_s,omitempty"`
 }
 
 // Saving returns how many times fewer bytes training sent than data

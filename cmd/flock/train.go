@@ -40,7 +40,9 @@ type trainOptions struct {
 	stopAfter  int
 	workers    int
 	// divergedSteps is Options.MaxNonFiniteSteps, 0 to keep going.
-	divergedSteps   int
+	divergedSteps int
+	// localSize is the launcher's ranks per node (0: in-process workers).
+	localSize       int
 	checkpointEvery int
 	// stream shapes the streaming of .beton data.
 	stream streamOptions
@@ -342,7 +344,7 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 		if flagGiven(fs, "workers") && o.workers > 1 {
 			return usageError(stderr, "--workers %d in a process started by a launcher (rank %d of %d): use one or the other", o.workers, env.Rank, env.Size)
 		}
-		o.workers = 1
+		o.workers, o.localSize = 1, env.LocalSize
 	}
 	dev, code := placeOnDevice(o.device, env.LocalRank, &o.workers, flagGiven(fs, "workers"), launched, stderr)
 	if code >= 0 {
@@ -475,7 +477,7 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, sets *t
 	out := newReporter(output, o.json, term.IsTerminal(stdout))
 	out.workers = world
 	spec := job.Spec{
-		Config: cfg, Comms: comms, Build: sets.trainer, StepsPerEpoch: sets.stepsPerEpoch(cfg, world), Test: sets.hasTest(),
+		Config: cfg, Comms: comms, Build: sets.trainer, StepsPerEpoch: sets.stepsPerEpoch(cfg, world), Test: sets.hasTest(), LocalSize: o.localSize,
 		Checkpoint: o.checkpoint, CheckpointEvery: o.checkpointEvery, Resume: o.resume, StopAfter: o.stopAfter,
 		MaxNonFiniteSteps: o.divergedSteps, OnRecord: out.record, OnProgress: out.progress,
 		OnStart: func(t *train.Trainer, s train.Strategy) {
