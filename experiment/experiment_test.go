@@ -36,7 +36,7 @@ func TestProjectRuns(t *testing.T) {
 		withComm(netmodel.Neighbors, "one-peer-exp", 0, 100),
 		withComm(netmodel.Neighbors, "ring", 0, 100),
 		withComm(netmodel.Pairwise, "full", 30*4000, 30),
-	}, net, 16, 0)
+	}, net, net, 16, 0)
 	// (14 − 2 − 4) s over 100 steps, 2 cores shared by 8 workers: 20 ms.
 	const step = 0.02
 	for i, want := range []struct {
@@ -56,6 +56,26 @@ func TestProjectRuns(t *testing.T) {
 			math.Abs(p.StepCompute-step) > 1e-12 || math.Abs(p.Time-(100*step+want.comm)) > 1e-9 {
 			t.Errorf("run %d (%s %s): %+v; want %s, n = %v B, degree %d, comm %v s, step %v s", i, runs[i].Kind, runs[i].Topology, p, want.pattern, want.n, want.degree, want.comm, step)
 		}
+	}
+}
+
+// TestProjectTwoLevels: a two-level run's world level goes on the
+// network of the nodes and its inner level, all-reduces among a node's
+// workers, on the node's network.
+func TestProjectTwoLevels(t *testing.T) {
+	t.Parallel()
+	net := netmodel.Network{Name: "test", Latency: 1e-3, Bandwidth: 1e6, AllReduce: "ring"}
+	node := netmodel.Network{Name: "node", Latency: 1e-4, Bandwidth: 1e8, AllReduce: "ring"}
+	// 50 world all-reduces of n = 8000 B on 8 workers (2·7/8 · n each),
+	// 100 all-reduces of 8000 B inside nodes of 4 (2·3/4 · n each).
+	r := Record{Workers: 8, Jobs: 1, Cores: 2, Params: 2000, Steps: 100, Wall: 14, EvalTime: 2, Pattern: string(netmodel.AllReduce), NodeSize: 4,
+		Comm: train.CommStats{Sent: 50*14000 + 100*12000, Syncs: 50, InnerSent: 100 * 12000, InnerSyncs: 100, Blocked: 4}}
+	p := Project([]Record{r}, net, node, 16, 0)[0].Projected
+	outer := 50 * (0.030 + 2*15.0/16*0.008)
+	inner := 100 * (6e-4 + 1.5*8000/1e8)
+	if p.MessageBytes != 8000 || math.Abs(p.InnerComm-inner) > 1e-9 || math.Abs(p.Comm-(outer+inner)) > 1e-9 ||
+		math.Abs(p.Time-(100*0.02+outer+inner)) > 1e-9 || p.NodeNetwork == nil || p.NodeNetwork.Name != "node" {
+		t.Errorf("%+v; want n = 8000 B, inner %v s of comm %v s on the node network", p, inner, outer+inner)
 	}
 }
 

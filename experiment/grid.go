@@ -80,6 +80,8 @@ type Record struct {
 	Kind     string `json:"kind"`
 	Pattern  string `json:"pattern,omitempty"`
 	Topology string `json:"topology,omitempty"`
+	// NodeSize is the workers of a node of a two-level run (0: one level).
+	NodeSize int `json:"node_size,omitempty"`
 }
 
 // EpochAcc is the test accuracy after an epoch.
@@ -122,7 +124,7 @@ func ReadRecords(path string, pattern func(args []string) (train.CommPattern, er
 			if err != nil {
 				return nil, fmt.Errorf("%s:%d: flags %q: %w", path, line, r.Args, err)
 			}
-			r.Pattern, r.Topology = pat.Kind, pat.Graph
+			r.Pattern, r.Topology, r.NodeSize = pat.Kind, pat.Graph, pat.NodeSize
 		}
 		done[r.ID] = r
 	}
@@ -295,7 +297,7 @@ func (g *Grid) train(ctx context.Context, r Run) (Record, error) {
 	rec := Record{Record: "run", ID: r.ID, Strategy: r.Strategy, Label: r.Label, Seed: r.Seed, Args: r.Args,
 		Model: cfg.Model, Workers: set.Workers, Jobs: g.Jobs, Cores: runtime.GOMAXPROCS(0), Params: params, Kind: cfg.Strategy.Name}
 	pat := train.PatternOf(cfg.Strategy)
-	rec.Pattern, rec.Topology = pat.Kind, pat.Graph
+	rec.Pattern, rec.Topology, rec.NodeSize = pat.Kind, pat.Graph, pat.NodeSize
 	spec := job.Spec{
 		Config: cfg, Comms: dist.NewLocal(set.Workers), Build: g.Build, StepsPerEpoch: g.StepsPerEpoch(cfg, set.Workers), Test: true,
 		MaxNonFiniteSteps: set.MaxNonFiniteSteps,

@@ -36,6 +36,11 @@ type Projection struct {
 	StepCompute float64 `json:"step_compute_s"`
 	Time        float64 `json:"time_s"`
 	Comm        float64 `json:"comm_s"`
+	// For a two-level run, InnerComm is the part of Comm its inner level
+	// takes, all-reduces among a node's workers on NodeNetwork; the outer
+	// level goes on Network.
+	NodeNetwork *netmodel.Network `json:"node_network,omitempty"`
+	InnerComm   float64           `json:"inner_comm_s,omitempty"`
 }
 
 // ProjectedRun is a run with its Projection: a line of report.jsonl.
@@ -44,9 +49,10 @@ type ProjectedRun struct {
 	Projected Projection `json:"projected"`
 }
 
-// Project projects each run onto p nodes of net; stepTime, when
+// Project projects each run onto p nodes of net, the inner level of a
+// two-level run onto its node's workers joined by node; stepTime, when
 // positive, replaces the measured compute time of a step.
-func Project(recs []Record, net netmodel.Network, p int, stepTime float64) []ProjectedRun {
+func Project(recs []Record, net, node netmodel.Network, p int, stepTime float64) []ProjectedRun {
 	out := make([]ProjectedRun, len(recs))
 	for i, r := range recs {
 		w := netmodel.Workload{Steps: r.Steps, Syncs: r.Comm.Syncs, StepCompute: stepTime}
@@ -58,7 +64,7 @@ func Project(recs []Record, net netmodel.Network, p int, stepTime float64) []Pro
 		}
 		perSync := 0.0
 		if r.Comm.Syncs > 0 {
-			perSync = float64(r.Comm.Sent) / float64(r.Comm.Syncs)
+			perSync = float64(r.Comm.Sent-r.Comm.InnerSent) / float64(r.Comm.Syncs)
 		}
 		switch netmodel.Pattern(r.Pattern) {
 		case netmodel.Neighbors:
@@ -77,8 +83,16 @@ func Project(recs []Record, net netmodel.Network, p int, stepTime float64) []Pro
 			w.Bytes = perSync / (2 * float64(r.Workers-1) / float64(r.Workers))
 		}
 		total, comm := net.Project(p, w)
-		out[i] = ProjectedRun{r, Projection{Network: net, Nodes: p, Pattern: w.Pattern, MessageBytes: w.Bytes, Degree: w.Degree,
-			StepCompute: w.StepCompute, Time: total, Comm: comm}}
+		proj := Projection{Network: net, Nodes: p, Pattern: w.Pattern, MessageBytes: w.Bytes, Degree: w.Degree, StepCompute: w.StepCompute}
+		if n := r.NodeSize; r.Comm.InnerSyncs > 0 && n > 1 {
+			bytes := float64(r.Comm.InnerSent) / float64(r.Comm.InnerSyncs) / (2 * float64(n-1) / float64(n))
+			proj.InnerComm = float64(r.Comm.InnerSyncs) * node.SyncTime(n, netmodel.Workload{Pattern: netmodel.AllReduce, Bytes: bytes})
+			proj.NodeNetwork = &node
+			total += proj.InnerComm
+			comm += proj.InnerComm
+		}
+		proj.Time, proj.Comm = total, comm
+		out[i] = ProjectedRun{r, proj}
 	}
 	return out
 }

@@ -18,6 +18,7 @@ func init() {
 		Name:     "local",
 		Summary:  "Local SGD/AdamW/LARS: parameters averaged every H steps, H from --sync",
 		Settings: func() train.StrategySettings { return DefaultSettings() },
+		Pattern:  pattern,
 		New: func(c dist.Comm, s train.StrategySettings, run train.StrategyRun) (train.Strategy, error) {
 			opt, err := s.(*Settings).options(run)
 			if err != nil {
@@ -30,6 +31,7 @@ func init() {
 		Name:     "diloco",
 		Summary:  "DiLoCo: an outer Nesterov SGD steps with the averaged change every H steps",
 		Settings: func() train.StrategySettings { return DefaultSettings() },
+		Pattern:  pattern,
 		New: func(c dist.Comm, s train.StrategySettings, run train.StrategyRun) (train.Strategy, error) {
 			set := s.(*Settings)
 			opt, err := set.options(run)
@@ -39,6 +41,16 @@ func init() {
 			return NewDiLoCo(c, opt, OuterOptions{LR: set.OuterLR, Momentum: set.OuterMomentum, Nesterov: set.OuterNesterov})
 		},
 	})
+}
+
+// pattern is how Local's and DiLoCo's synchronizations travel: all-reduces,
+// inside the nodes too in a two-level run.
+func pattern(s train.StrategySettings) train.CommPattern {
+	p := train.CommPattern{Kind: "allreduce"}
+	if set := s.(*Settings); set.InnerH > 0 {
+		p.NodeSize = set.NodeSize
+	}
+	return p
 }
 
 // Settings configure Local and DiLoCo as flock train's flags do

@@ -43,6 +43,8 @@
 //
 // Presets names networks: 10gbe (10 Gb Ethernet in one data centre: α =
 // 25 µs, β = 1.25 GB/s), ib100 (100 Gb/s InfiniBand: α = 2 µs, β =
-// 12.5 GB/s) and wan (between cloud regions: α = 40 ms, β = 125 MB/s,
-// 1 Gb/s).
+// 12.5 GB/s), wan (between cloud regions: α = 40 ms, β = 125 MB/s,
+// 1 Gb/s) and nvlink (the GPUs of one node joined by NVLink switches:
+// α = 5 µs, β = 200 GB/s, below an A100's 300 GB/s per direction), the
+// inner level of a two-level run.
 package netmodel

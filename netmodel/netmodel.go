@@ -25,6 +25,7 @@ var Presets = []Network{
 	{Name: "10gbe", Latency: 25e-6, Bandwidth: 1.25e9, AllReduce: "ring"},
 	{Name: "ib100", Latency: 2e-6, Bandwidth: 12.5e9, AllReduce: "ring"},
 	{Name: "wan", Latency: 40e-3, Bandwidth: 125e6, AllReduce: "ring"},
+	{Name: "nvlink", Latency: 5e-6, Bandwidth: 200e9, AllReduce: "ring"},
 }
 
 // AllReduces lists the accepted values of Network.AllReduce.

@@ -77,6 +77,10 @@ type CommPattern struct {
 	// Graph is the gossip topology (a kind of package gossip) of
 	// "neighbors" and "pairwise".
 	Graph string `json:"graph,omitempty"`
+	// NodeSize is, for a two-level run, the workers of a node, whose
+	// inner level all-reduces among them (0: one level, or the launcher's
+	// node size, unknown here).
+	NodeSize int `json:"node_size,omitempty"`
 }
 
 // PatternOf returns the CommPattern of the strategy s names.

@@ -64,6 +64,7 @@ var strategyGrid = []gridStrategy{
 	}},
 	{"local-power1", "Local SGD, H ∝ η⁻¹", fixed("--strategy", "local", "--sync", "power", "--power-gamma", "1", "--h-base", "2", "--qsr-alpha", sgdAlpha)},
 	{"local-qsr", "Local SGD, QSR (H ∝ η⁻²)", fixed("--strategy", "local", "--sync", "qsr", "--h-base", "2", "--qsr-alpha", sgdAlpha)},
+	{"local-qsr-nodes", "Local SGD, QSR across nodes of 4, H = 1 inside", fixed("--strategy", "local", "--sync", "qsr", "--h-base", "2", "--qsr-alpha", sgdAlpha, "--inner-h", "1", "--node-size", "4")},
 	{"local-qsr-q8", "Local SGD, QSR, 8-bit sync", fixed("--strategy", "local", "--sync", "qsr", "--h-base", "2", "--qsr-alpha", sgdAlpha, "--sync-bits", "8", "--error-feedback")},
 	{"local-power3", "Local SGD, H ∝ η⁻³", fixed("--strategy", "local", "--sync", "power", "--power-gamma", "3", "--h-base", "2", "--qsr-alpha", sgdAlpha)},
 	{"adamw-qsr", "Local AdamW, QSR", fixed("--strategy", "local", "--optimizer", "adamw", "--lr", adamwLR, "--weight-decay", "0.05", "--sync", "qsr", "--h-base", "2", "--qsr-alpha", adamwAlpha)},
@@ -93,6 +94,7 @@ const (
 
 type experimentOptions struct {
 	model, seeds, only, out, data, network, allreduce string
+	nodeNetwork                                       string
 	workers, epochs, trainImages, batch, jobs, scale  int
 	threads                                           int
 	latency, bandwidth, stepTime                      float64
@@ -119,6 +121,7 @@ func experimentFlags(o *experimentOptions) *flag.FlagSet {
 	fs.StringVar(&o.network, "network", "10gbe", "network of the projection, one of the networks above; --latency, --bandwidth, --allreduce override its values")
 	fs.Float64Var(&o.latency, "latency", -1, "α of the projection's network, in `SECONDS` (e.g. 25e-6; negative: the preset's)")
 	fs.Float64Var(&o.bandwidth, "bandwidth", 0, "β of the projection's network, in `BYTES/S` per link and direction (e.g. 1.25e9; 0: the preset's)")
+	fs.StringVar(&o.nodeNetwork, "node-network", "nvlink", "network of a node's workers, on which the projection puts the inner level of two-level runs")
 	fs.StringVar(&o.allreduce, "allreduce", "", "all-reduce of the projection: ring or halving-doubling (default: the preset's)")
 	fs.IntVar(&o.scale, "scale", 64, "nodes `P` of the projection (one worker each)")
 	fs.Float64Var(&o.stepTime, "step-time", 0, "compute time of one step at scale in `SECONDS` (0: measured, see below)")
@@ -294,7 +297,11 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	command := strings.Join(append([]string{"flock", "experiment", "strategies"}, args...), " ")
-	rep := experiment.Project(recs, net, o.scale, o.stepTime)
+	node, err := netmodel.Preset(o.nodeNetwork)
+	if err != nil {
+		return expUsage(stderr, "node-network: %v", err)
+	}
+	rep := experiment.Project(recs, net, node, o.scale, o.stepTime)
 	if err := experiment.WriteReport(o.out, command, net, o.scale, rep); err != nil {
 		fmt.Fprintf(stderr, "flock experiment: %v\n", err)
 		return exitFailure
