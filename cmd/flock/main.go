@@ -14,6 +14,7 @@
 //	sync-plan  print the rounds of a local-update synchronization rule
 //	topology   print a decentralized topology's weights and spectral gap
 //	doctor   report the GPUs, CUDA driver and libraries found
+//	plot     draw runs' loss, accuracy, H and bytes sent from their JSON Lines
 //	help     show the help of a command
 //
 // Exit status: 0 on success, 1 when the work failed (missing data, an I/O

@@ -49,6 +49,8 @@ type trainOptions struct {
 	// device is --device: cpu, cuda or cuda:N.
 	device  string
 	timeout time.Duration
+	// tensorboard is --tensorboard: the directory of rank 0's event file.
+	tensorboard string
 	// families are the settings of every registered strategy family,
 	// bound to their flags; strategySettings gives the chosen strategy its
 	// own.
@@ -82,6 +84,7 @@ func trainFlags(cfg *train.Config, o *trainOptions) *flag.FlagSet {
 	fs.IntVar(&cfg.EvalEvery, "eval-every", cfg.EvalEvery, "evaluate on the test set every `N` epochs (the last epoch always; 0: only the last)")
 	fs.IntVar(&cfg.LogEvery, "log-every", cfg.LogEvery, "log the training loss every `N` steps (0: once per epoch)")
 	fs.BoolVar(&o.json, "json", o.json, "write JSON Lines records to stdout instead of the human output")
+	fs.StringVar(&o.tensorboard, "tensorboard", o.tensorboard, "also write the records as TensorBoard scalars (loss, accuracy, lr, H, bytes sent, consensus distance, …) to an event file in `DIR`, by rank 0")
 	fs.StringVar(&o.checkpoint, "checkpoint", o.checkpoint, "write a checkpoint to `PATH` at the end of each epoch and on interrupt (Ctrl-C, SIGTERM)")
 	fs.IntVar(&o.checkpointEvery, "checkpoint-every", o.checkpointEvery, "also write the checkpoint every `STEPS` steps (0: only at epoch ends)")
 	fs.StringVar(&o.resume, "resume", o.resume, "resume the run saved in the checkpoint at `PATH`; its settings apply unless given as flags")
@@ -476,10 +479,16 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, sets *t
 	output := &outputWriter{w: stdout, failed: outputFailed}
 	out := newReporter(output, o.json, term.IsTerminal(stdout))
 	out.workers = world
+	tb, err := openTensorBoard(o.tensorboard, comms, outputFailed)
+	if err != nil {
+		fmt.Fprintf(stderr, "flock train: %v\n", err)
+		return exitFailure
+	}
+	defer tb.close()
 	spec := job.Spec{
 		Config: cfg, Comms: comms, Build: sets.trainer, StepsPerEpoch: sets.stepsPerEpoch(cfg, world), Test: sets.hasTest(), LocalSize: o.localSize,
 		Checkpoint: o.checkpoint, CheckpointEvery: o.checkpointEvery, Resume: o.resume, StopAfter: o.stopAfter,
-		MaxNonFiniteSteps: o.divergedSteps, OnRecord: out.record, OnProgress: out.progress,
+		MaxNonFiniteSteps: o.divergedSteps, OnRecord: func(r train.Record) { out.record(r); tb.record(r) }, OnProgress: out.progress,
 		OnStart: func(t *train.Trainer, s train.Strategy) {
 			out.strategy = strategyName(s)
 			out.start(t, sets, o)
@@ -503,6 +512,10 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, sets *t
 			msg += fmt.Sprintf("; checkpoint written to %s", o.checkpoint)
 		}
 		fmt.Fprintln(stderr, msg)
+		return exitFailure
+	}
+	if err := tb.close(); err != nil {
+		fmt.Fprintf(stderr, "flock train: %v (at step %d of %d)\n", err, res.Step, res.TotalSteps)
 		return exitFailure
 	}
 	if res.Interrupted {
