@@ -64,7 +64,9 @@ const MinTokenLen = 16
 //     SLURM_JOB_NODELIST as the master.
 //
 // MASTER_ADDR and MASTER_PORT override what a launcher implies; the port
-// defaults to DefaultMasterPort, and the address to 127.0.0.1 when every
+// defaults to DefaultMasterPort (under a torchrun whose agent serves its own
+// store on MASTER_PORT, as TORCHELASTIC_USE_AGENT_STORE says, the port after
+// it), and the address to 127.0.0.1 when every
 // rank is on one host. With no launcher variables the job is one rank.
 // The token is FLOCK_JOB_TOKEN, required (at least MinTokenLen bytes) when
 // Size > 1.
@@ -148,6 +150,15 @@ func envFrom(lookup func(string) (string, bool)) (Env, error) {
 	}
 	e.MasterAddr = master
 	optIntVar("MASTER_PORT", &e.MasterPort, DefaultMasterPort)
+	if source == "torchrun" && e.MasterPort < 65535 {
+		// torchrun's agent may serve its own store on MASTER_PORT, for
+		// workers that use it (TORCHELASTIC_USE_AGENT_STORE): flock's
+		// rendezvous takes the next port, the same on every rank.
+		switch strings.ToLower(get("TORCHELASTIC_USE_AGENT_STORE")) {
+		case "true", "1":
+			e.MasterPort++
+		}
+	}
 	if err != nil {
 		return Env{}, err
 	}

@@ -23,6 +23,9 @@ func TestEnvFrom(t *testing.T) {
 			"RANK": "5", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "4",
 			"MASTER_ADDR": "10.0.0.7", "MASTER_PORT": "1234", "FLOCK_JOB_TOKEN": envTestToken,
 		}, Env{5, 8, 1, 4, "10.0.0.7", 1234, tok, 0}, ""},
+		{"torchrun's agent store holds MASTER_PORT", map[string]string{
+			"RANK": "1", "WORLD_SIZE": "2", "MASTER_PORT": "29400", "TORCHELASTIC_USE_AGENT_STORE": "True", "FLOCK_JOB_TOKEN": envTestToken,
+		}, Env{1, 2, 1, 2, "127.0.0.1", 29401, tok, 0}, ""},
 		{"torchrun single node defaults", map[string]string{
 			"RANK": "2", "WORLD_SIZE": "3", "FLOCK_JOB_TOKEN": envTestToken,
 		}, Env{2, 3, 2, 3, "127.0.0.1", DefaultMasterPort, tok, 0}, ""},
