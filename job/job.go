@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/flockml/flock/dist"
@@ -35,7 +37,8 @@ type Spec struct {
 	// evaluation.
 	Test bool
 	// Checkpoint, when set, is written at the end of every epoch, every
-	// CheckpointEvery steps, and at a stop; Resume restores a run from the
+	// CheckpointEvery steps, and at a stop (its directory made when
+	// missing); Resume restores a run from the
 	// checkpoint at that path before training.
 	Checkpoint      string
 	CheckpointEvery int
@@ -149,6 +152,13 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 			}
 		}
 	}()
+	if spec.Checkpoint != "" {
+		// As Lightning does, the checkpoint's directory is made when
+		// missing, before any training that a failing write would lose.
+		if err := os.MkdirAll(filepath.Dir(spec.Checkpoint), 0o755); err != nil {
+			return res, fmt.Errorf("checkpoint %s: %w", spec.Checkpoint, err)
+		}
+	}
 	var rank0 *worker
 	for i := range ws {
 		if ws[i] == nil {

@@ -131,7 +131,8 @@ func TestRunStopAfter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ckpt := filepath.Join(t.TempDir(), "run.ckpt")
+	// The checkpoint's directory does not exist yet: Run makes it.
+	ckpt := filepath.Join(t.TempDir(), "new", "dir", "run.ckpt")
 	first := spec(config("local"), 2)
 	first.Checkpoint, first.StopAfter = ckpt, 5
 	part, err := job.Run(context.Background(), first)
