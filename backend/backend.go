@@ -8,6 +8,10 @@ import "errors"
 // documentation lists, and panics for the others.
 var ErrUnimplemented = errors.New("backend: kernel not implemented")
 
+// ErrOutOfMemory is matched (errors.Is) by a device's failure to allocate
+// memory, whichever the device.
+var ErrOutOfMemory = errors.New("out of device memory")
+
 // Buffer is a block of memory owned by a Backend. Its contents are reached only
 // through that backend's methods (or, for host memory, through HostBuffer).
 type Buffer interface {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/flockml/flock/backend"
 	"github.com/flockml/flock/dist"
 	"github.com/flockml/flock/train"
 )
@@ -58,6 +59,23 @@ type Spec struct {
 	// Trainer, in rank order, before Run releases them: the place to keep
 	// what the models learned.
 	OnFinish func(rank int, t *train.Trainer)
+}
+
+// runUntil is t.RunUntil, with the tensor layer's panic on running out of
+// device memory (an error wrapping backend.ErrOutOfMemory, naming the
+// operation and the allocation) turned into the worker's error; any other
+// panic goes on.
+func runUntil(t *train.Trainer, ctx context.Context, stop int) (sum train.Summary, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			e, ok := r.(error)
+			if !ok || !errors.Is(e, backend.ErrOutOfMemory) {
+				panic(r)
+			}
+			err = e
+		}
+	}()
+	return t.RunUntil(ctx, stop)
 }
 
 // Result is what a job did: rank 0's view.
@@ -220,7 +238,7 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 			if spec.StopAfter > 0 {
 				stop = min(stop, spec.StopAfter)
 			}
-			w.sum, w.err = w.t.RunUntil(runCtx, stop)
+			w.sum, w.err = runUntil(w.t, runCtx, stop)
 			if apart {
 				// Goodbyes to the partners before the Comm closes, so
 				// that a worker stopped early is not taken for lost.

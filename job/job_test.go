@@ -3,12 +3,14 @@ package job_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/flockml/flock/backend"
 	"github.com/flockml/flock/dataset"
 	"github.com/flockml/flock/dist"
 	"github.com/flockml/flock/job"
@@ -121,6 +123,35 @@ func TestRunFailure(t *testing.T) {
 	}
 	if res.Interrupted || res.Checkpointed {
 		t.Errorf("result %+v: a failure taken for an interruption", res)
+	}
+}
+
+// oom runs out of device memory at rank 1's third step, as the tensor
+// layer reports it: a panic with an error.
+type oom struct{ train.Strategy }
+
+func (o oom) AfterStep(s *train.StepContext) error {
+	if s.Step == 2 {
+		panic(fmt.Errorf("tensor: add(float32[1024 1024]@cuda:0): allocating 4.0 MiB, 139.0 GiB allocated already, 0 B free of 139.0 GiB: %w", backend.ErrOutOfMemory))
+	}
+	return o.Strategy.AfterStep(s)
+}
+
+// TestRunOutOfMemory: a worker that runs out of device memory ends the
+// job with an error naming its rank and the allocation, not a panic.
+func TestRunOutOfMemory(t *testing.T) {
+	s := spec(config("dp"), 2)
+	build := s.Build
+	s.Build = func(cfg train.Config, withTest bool, opts train.Options) (*train.Trainer, func(), error) {
+		if opts.Rank == 1 {
+			opts.Strategy = oom{opts.Strategy}
+		}
+		return build(cfg, withTest, opts)
+	}
+	_, err := job.Run(context.Background(), s)
+	var we *job.WorkerError
+	if !errors.As(err, &we) || we.Rank != 1 || !errors.Is(err, backend.ErrOutOfMemory) || !strings.Contains(err.Error(), "allocating 4.0 MiB") {
+		t.Errorf("error %v: want rank 1's out of memory, naming the allocation", err)
 	}
 }
 

@@ -1,8 +1,11 @@
 package tensor
 
 import (
+	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/flockml/flock/backend"
 )
 
 // describe formats operands for error messages: "float32[2 3]@cpu".
@@ -49,11 +52,19 @@ func floatOnly(op string, ts ...*Tensor) {
 	}
 }
 
-// must panics with op's name and operands when a kernel reports an error.
+// must panics with op's name and operands when a kernel reports an error:
+// with an error value wrapping it when the device ran out of memory, which
+// a caller may turn into a message, with a string otherwise.
 func must(op string, err error, ts ...*Tensor) {
-	if err != nil {
-		panic(fmt.Sprintf("tensor: %s(%s): %v", op, describe(ts...), err))
+	if err == nil {
+		return
 	}
+	if errors.Is(err, backend.ErrOutOfMemory) {
+		// An error value, so that a caller can tell it from a bug and
+		// stop with a message (job.Run does).
+		panic(fmt.Errorf("tensor: %s(%s): %w", op, describe(ts...), err))
+	}
+	panic(fmt.Sprintf("tensor: %s(%s): %v", op, describe(ts...), err))
 }
 
 // Check is sameDevice and sameDType for packages built on tensor: it panics,

@@ -6,6 +6,8 @@ import (
 	"math/bits"
 	"slices"
 	"sync"
+
+	"github.com/flockml/flock/internal/term"
 )
 
 // memDriver is what the caching allocator needs from the device: raw
@@ -23,6 +25,8 @@ type memDriver interface {
 	// sync waits for all queued work, so that memory is idle before it goes
 	// back to the driver.
 	sync() error
+	// memInfo returns the device's free and total memory in bytes.
+	memInfo() (free, total int64, err error)
 }
 
 // block is one device allocation handed out by the allocator.
@@ -132,6 +136,14 @@ func (a *allocator) alloc(n int, stream uintptr) (*block, error) {
 			return nil, ferr
 		}
 		p, err = a.drv.malloc(size)
+		if errors.Is(err, ErrOutOfMemory) {
+			// Name the allocation and what the device has left.
+			what := fmt.Sprintf("allocating %s, %s allocated already", term.Bytes(int64(size)), term.Bytes(a.st.Allocated))
+			if free, total, ierr := a.drv.memInfo(); ierr == nil && total > 0 {
+				what += fmt.Sprintf(", %s free of %s", term.Bytes(free), term.Bytes(total))
+			}
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
 	}
 	if err != nil {
 		return nil, err

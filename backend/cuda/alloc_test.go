@@ -188,8 +188,9 @@ func TestAllocatorOutOfMemory(t *testing.T) {
 	if !errors.Is(err, ErrOutOfMemory) {
 		t.Fatalf("error %v, want out of memory", err)
 	}
-	if got := err.Error(); got != "cuMemAlloc: out of memory (2)" {
-		t.Errorf("error %q", got)
+	// It names the allocation and what the device has left.
+	if got, want := err.Error(), "allocating 4.0 MiB, 2.5 MiB allocated already, 512.0 KiB free of 3.0 MiB: cuMemAlloc: out of memory (2)"; got != want {
+		t.Errorf("error %q, want %q", got, want)
 	}
 	// Other driver errors pass through without emptying the cache.
 	f.failNext = errors.New("broken")

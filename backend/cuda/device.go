@@ -228,6 +228,12 @@ func (r *realDevice) sync() error {
 	return r.call(func() error { return r.d.check("cuCtxSynchronize", r.d.cuCtxSynchronize()) })
 }
 
+func (r *realDevice) memInfo() (free, total int64, err error) {
+	var f, t uint64
+	err = r.call(func() error { return r.d.check("cuMemGetInfo", r.d.cuMemGetInfo(&f, &t)) })
+	return int64(f), int64(t), err
+}
+
 func (r *realDevice) copyDevice(dst, src uintptr, n int) error {
 	if n == 0 {
 		return nil

@@ -1,9 +1,10 @@
 package cuda
 
 import (
-	"errors"
 	"fmt"
 	"unsafe"
+
+	"github.com/flockml/flock/backend"
 )
 
 // Error is a failed call of the CUDA driver or of one of the libraries: the
@@ -34,8 +35,8 @@ func (e *Error) Is(target error) bool {
 }
 
 // ErrOutOfMemory is matched (errors.Is) by every failure to allocate device
-// memory.
-var ErrOutOfMemory = errors.New("cuda: out of memory")
+// memory: backend.ErrOutOfMemory, which callers that know no device check.
+var ErrOutOfMemory = backend.ErrOutOfMemory
 
 // cuResult is the driver's status code (CUresult).
 type cuResult = int32

@@ -59,6 +59,12 @@ func (f *fakeEngine) malloc(n int) (uintptr, error) {
 	return p, nil
 }
 
+func (f *fakeEngine) memInfo() (free, total int64, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return int64(f.limit - f.used), int64(f.limit), nil
+}
+
 func (f *fakeEngine) free(p uintptr) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
