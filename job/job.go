@@ -61,21 +61,33 @@ type Spec struct {
 	OnFinish func(rank int, t *train.Trainer)
 }
 
-// runUntil is t.RunUntil, with the tensor layer's panic on running out of
+// recoverOOM, deferred, turns the tensor layer's panic on running out of
 // device memory (an error wrapping backend.ErrOutOfMemory, naming the
-// operation and the allocation) turned into the worker's error; any other
-// panic goes on.
-func runUntil(t *train.Trainer, ctx context.Context, stop int) (sum train.Summary, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			e, ok := r.(error)
-			if !ok || !errors.Is(e, backend.ErrOutOfMemory) {
-				panic(r)
-			}
-			err = e
+// operation and the allocation) into *err; any other panic goes on.
+func recoverOOM(err *error) {
+	if r := recover(); r != nil {
+		e, ok := r.(error)
+		if !ok || !errors.Is(e, backend.ErrOutOfMemory) {
+			panic(r)
 		}
-	}()
+		*err = e
+	}
+}
+
+// runUntil is t.RunUntil, running out of device memory an error.
+func runUntil(t *train.Trainer, ctx context.Context, stop int) (sum train.Summary, err error) {
+	defer recoverOOM(&err)
 	return t.RunUntil(ctx, stop)
+}
+
+// build is spec.Build and the resume from spec.Resume, running out of
+// device memory an error.
+func build(spec Spec, test bool, opts train.Options) (t *train.Trainer, closeData func(), err error) {
+	defer recoverOOM(&err)
+	if t, closeData, err = spec.Build(spec.Config, test, opts); err != nil || spec.Resume == "" {
+		return t, closeData, err
+	}
+	return t, closeData, t.LoadCheckpoint(spec.Resume)
 }
 
 // Result is what a job did: rank 0's view.
@@ -203,16 +215,10 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 			opts.PeerEvaluates = test
 			test = false
 		}
-		t, closeData, err := spec.Build(spec.Config, test, opts)
-		w.closeData = closeData
+		t, closeData, err := build(spec, test, opts)
+		w.closeData, w.t = closeData, t
 		if err != nil {
 			return res, err
-		}
-		w.t = t
-		if spec.Resume != "" {
-			if err := t.LoadCheckpoint(spec.Resume); err != nil {
-				return res, err
-			}
 		}
 	}
 	if rank0 != nil && spec.OnStart != nil {
