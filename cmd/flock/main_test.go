@@ -266,3 +266,13 @@ func TestReporter(t *testing.T) {
 		t.Errorf("JSON output:\n%s", js.String())
 	}
 }
+
+// TestForeignSettings: a setting that only other strategies read is
+// refused, naming them; one of the chosen strategy's own family is taken.
+func TestForeignSettings(t *testing.T) {
+	runCLICases(t, []cliCase{
+		{"quantization for dp", []string{"train", "--strategy", "dp", "--sync-bits", "8"}, exitUsage, nil, []string{"--sync-bits is a setting of diloco, local, not of --strategy dp"}, false},
+		{"H for dmsgd", []string{"train", "--strategy", "dmsgd", "--h", "3"}, exitUsage, nil, []string{"--h is a setting of diloco, local, not of --strategy dmsgd"}, false},
+		{"budget for local", []string{"train", "--budget", "0.5"}, exitUsage, nil, []string{"--budget is a setting of jointspar, not of --strategy local"}, false},
+	})
+}

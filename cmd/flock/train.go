@@ -136,6 +136,39 @@ func (o *trainOptions) strategySettings(cfg *train.Config) {
 	}
 }
 
+// foreignSettings reports a flag given on fs that only strategies other
+// than name read (--sync-bits with --strategy dp), which would do nothing.
+func foreignSettings(fs *flag.FlagSet, name string) error {
+	k, ok := train.LookupStrategy(name)
+	if !ok {
+		return nil // Validate names the unknown strategy
+	}
+	flagsOf := func(set train.StrategySettings) map[string]bool {
+		own := flag.NewFlagSet("", flag.ContinueOnError)
+		set.Flags(own)
+		names := map[string]bool{}
+		own.VisitAll(func(f *flag.Flag) { names[f.Name] = true })
+		return names
+	}
+	mine := flagsOf(k.Settings())
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		if mine[f.Name] || err != nil {
+			return
+		}
+		var users []string
+		for _, other := range train.StrategyKinds() {
+			if flagsOf(other.Settings())[f.Name] {
+				users = append(users, other.Name)
+			}
+		}
+		if len(users) > 0 {
+			err = fmt.Errorf("--%s is a setting of %s, not of --strategy %s", f.Name, strings.Join(users, ", "), name)
+		}
+	})
+	return err
+}
+
 // writeModels lists the registered networks with their descriptions.
 func writeModels(w io.Writer) {
 	fmt.Fprint(w, "\nModels (--model):\n")
@@ -300,6 +333,9 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 			return usageError(stderr, "%v", err)
 		}
 		o.strategySettings(&cfg)
+	}
+	if err := foreignSettings(fs, cfg.Strategy.Name); err != nil {
+		return usageError(stderr, "%v", err)
 	}
 	if err := cfg.Validate(); err != nil {
 		return usageError(stderr, "%s", strings.TrimPrefix(err.Error(), "train: config: "))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -140,10 +141,18 @@ func TestTrainCheckpointFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A missing directory is made; one under a file cannot be.
 	missing := filepath.Join(dir, "no-such-dir", "run.safetensors")
+	if code := run(append(short, "--checkpoint", missing, "--stop-after", "2"), &stdout, &stderr); code != exitOK {
+		t.Fatalf("checkpoint in a missing directory: exit status %d: %s", code, stderr.String())
+	}
+	if _, err := os.Stat(missing); err != nil {
+		t.Errorf("checkpoint in a missing directory: %v", err)
+	}
+	underFile := filepath.Join(ckpt, "sub", "run.safetensors")
 	runCLICases(t, []cliCase{
-		{"missing directory", append(short, "--checkpoint", missing), exitFailure,
-			nil, []string{"flock train: train: checkpoint " + missing + ": directory " + filepath.Dir(missing)}, false},
+		{"directory under a file", append(short, "--checkpoint", underFile), exitFailure,
+			nil, []string{"flock train: checkpoint " + underFile + ": mkdir " + ckpt + ": not a directory"}, false},
 		{"every without checkpoint", append(short, "--checkpoint-every", "5"), exitUsage,
 			nil, []string{"--checkpoint-every needs --checkpoint PATH"}, false},
 		{"bad stored value", []string{"train", "--resume", bad}, exitFailure,
