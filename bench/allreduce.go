@@ -280,7 +280,7 @@ func RunAllReduce(ctx context.Context, cfg AllReduceConfig, emit func(AllReduceM
 		for _, n := range cfg.NProc {
 			for _, im := range impls {
 				argv := append(slices.Clone(im.argv), flags...)
-				samples, err := launchRanks(ctx, timeout, im.name, argv, n, cfg.Stderr)
+				samples, err := launchRanks(ctx, timeout, im.name, argv, nil, n, cfg.Stderr)
 				if err != nil {
 					return all, err
 				}
@@ -306,9 +306,10 @@ func RunAllReduce(ctx context.Context, cfg AllReduceConfig, emit func(AllReduceM
 	return all, nil
 }
 
-// launchRanks starts n processes of argv and returns the samples rank 0
-// wrote. When one fails the others are killed.
-func launchRanks(ctx context.Context, timeout time.Duration, name string, argv []string, n int, stderr io.Writer) ([]AllReduceSample, error) {
+// launchRanks starts n processes of argv, with env added to their
+// environment, and returns the samples rank 0 wrote. When one fails the
+// others are killed.
+func launchRanks(ctx context.Context, timeout time.Duration, name string, argv, env []string, n int, stderr io.Writer) ([]AllReduceSample, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, fmt.Errorf("bench: allreduce: %w", err)
@@ -339,6 +340,7 @@ func launchRanks(ctx context.Context, timeout time.Duration, name string, argv [
 		if name == ImplGloo {
 			cmd.Env = append(cmd.Env, "GLOO_SOCKET_IFNAME=lo")
 		}
+		cmd.Env = append(cmd.Env, env...)
 		cmd.WaitDelay = 5 * time.Second
 		if r == 0 {
 			cmd.Stdout = &out0
@@ -551,4 +553,101 @@ func WriteAllReduceTable(w io.Writer, sums []AllReduceSummary, peer string) erro
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// RunAllReduceWorker is a rank of a job that RunAllReduce starts: it joins
+// the job that the environment describes (dist.EnvFromOS: torchrun's
+// variables) and runs AllReduceWorker.
+func RunAllReduceWorker(ctx context.Context, sizes []int64, warmup, iters int, out io.Writer) error {
+	return joinJob(ctx, func(c dist.Comm) error { return AllReduceWorker(ctx, c, sizes, warmup, iters, out) })
+}
+
+// joinJob joins the job that the environment describes and runs rank on
+// its Comm, which it closes afterwards.
+func joinJob(ctx context.Context, rank func(dist.Comm) error) error {
+	env, err := dist.EnvFromOS()
+	if err != nil {
+		return err
+	}
+	c, err := dist.Init(ctx, env, dist.InitOptions{})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return rank(c)
+}
+
+// MachineSettings returns c's part of the machine record (MachineRecord):
+// the rounds, the all-reduces of each run, and the peer with its command.
+func (c AllReduceConfig) MachineSettings() map[string]any {
+	s := map[string]any{"pairs": c.Pairs, "warmup": c.Warmup, "iters": c.Iters}
+	if c.Peer != "" {
+		s["peer"] = c.Peer
+		s["peer_command"] = strings.Join(c.PeerCommand, " ")
+	}
+	return s
+}
+
+// Record returns s as a JSON record of kind "summary", its figures keyed by
+// implementation (flock and peer, "" for none).
+func (s AllReduceSummary) Record(peer string) map[string]any {
+	rec := map[string]any{"record": "summary", "nproc": s.NProc, "bytes": s.Bytes, "flock_busbw_gbps": statsMap(s.Flock)}
+	if peer != "" {
+		rec[peer+"_busbw_gbps"] = statsMap(s.Peer)
+		rec["ratio_flock_"+peer] = statsMap(s.Ratio)
+	}
+	return rec
+}
+
+// AllReduceResults are the records of a run of RunAllReduce, as Write
+// saves them.
+type AllReduceResults struct {
+	Machine      map[string]any // MachineRecord, with Config's settings
+	Start        time.Time
+	Config       AllReduceConfig
+	Measurements []AllReduceMeasurement
+	Summaries    []AllReduceSummary
+}
+
+// SummaryRecords returns the summaries as JSON records (Record).
+func (r AllReduceResults) SummaryRecords() []any {
+	var recs []any
+	for _, s := range r.Summaries {
+		recs = append(recs, s.Record(r.Config.Peer))
+	}
+	return recs
+}
+
+// WriteTables writes the summaries' Markdown table.
+func (r AllReduceResults) WriteTables(w io.Writer) error {
+	return WriteAllReduceTable(w, r.Summaries, r.Config.Peer)
+}
+
+// Write writes the records (the machine record, the measurements, the
+// summaries) to dir/allreduce_<date>.jsonl and a report of the method, the
+// table, and the setup to dir/allreduce_<date>.md.
+func (r AllReduceResults) Write(dir string) error {
+	peer, cfg := r.Config.Peer, r.Config
+	recs := append(appendRecords([]any{r.Machine}, r.Measurements), r.SummaryRecords()...)
+	return writeResults(dir, "allreduce", r.Start, recs, func(b *strings.Builder, jsonl string) error {
+		reportHeader(b, "All-reduce bus bandwidth", r.Start, r.Machine["command"])
+		fmt.Fprintf(b, "Sum of float32 tensors over processes of one machine on loopback. Each run starts the processes afresh; for each size they do %d untimed all-reduces, then %d timed ones, each after a barrier, and a run's figure is the median time T on rank 0. Bus bandwidth = 2(n−1)/n · S/T in GB/s (10⁹ B/s). ", cfg.Warmup, cfg.Iters)
+		if peer != "" {
+			fmt.Fprintf(b, "Each round runs flock and then %s (bench/peers/gloo_allreduce.py, torch.distributed gloo backend, `GLOO_SOCKET_IFNAME=lo`) for each world size; %d rounds after one warm-up round; figures are the median (min–max) over the rounds, and the ratio is flock/%s computed round by round.\n\n", peer, cfg.Pairs, peer)
+		} else {
+			fmt.Fprintf(b, "%d rounds after one warm-up round; figures are the median (min–max) over the rounds.\n\n", cfg.Pairs)
+		}
+		if err := WriteAllReduceTable(b, r.Summaries, peer); err != nil {
+			return err
+		}
+		reportMachine(b, r.Machine)
+		for _, m := range r.Measurements {
+			if m.Impl == peer {
+				fmt.Fprintf(b, "- %s: PyTorch %s (`%s`).\n", peer, m.Version, r.Machine["peer_command"])
+				break
+			}
+		}
+		fmt.Fprintf(b, "- Records: `%s`.\n", jsonl)
+		return nil
+	})
 }

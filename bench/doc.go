@@ -33,4 +33,17 @@
 // in a virtual environment that bench/peers/setup.sh installs, pinned, and
 // that package internal/peers finds; bench/peers/measure.sh re-measures
 // every table that has such a peer.
+//
+// # Results
+//
+// The comparisons behind flock bench (RunAllReduce, RunGemm,
+// RunLoaderComparison, RunModelComparison, RunStrategy) yield their
+// measurements one by one and as a slice; the Summarize functions reduce
+// them to medians, ranges and round-by-round ratios over the measured
+// rounds. A run's results — MachineRecord (the command, the machine, its
+// load, and the configuration's MachineSettings), the measurements and the
+// summaries — are saved by the Write method of AllReduceResults,
+// GemmResults, LoaderResults, ModelResults or StrategyResults as JSON Lines
+// and a Markdown report, NAME_<date>.jsonl and NAME_<date>.md, the files
+// of bench/results/.
 package bench

@@ -364,3 +364,135 @@ func WriteGemmTable(w io.Writer, sums []GemmSummary, peer string) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// MeasurePeaks measures the float32 peak of each thread count, in GFLOP/s:
+// independent FMAs for 200 ms (cpu.MeasurePeak). Under the pure-Go kernels
+// there is none, and the map is empty.
+func MeasurePeaks(threads []int) map[int]float64 {
+	peaks := map[int]float64{}
+	for _, t := range threads {
+		if p, ok := cpu.MeasurePeak(t, 200*time.Millisecond); ok {
+			peaks[t] = p
+		}
+	}
+	return peaks
+}
+
+// FormatPeaks describes peaks in the order of threads, as "N GFLOP/s on T
+// threads", or says that they were not measured.
+func FormatPeaks(threads []int, peaks map[int]float64) string {
+	var parts []string
+	for _, t := range threads {
+		if p, ok := peaks[t]; ok {
+			parts = append(parts, fmt.Sprintf("%.0f GFLOP/s on %d threads", p, t))
+		}
+	}
+	if len(parts) == 0 {
+		return "not measured (pure-Go kernels)"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// MachineSettings returns c's part of the machine record (MachineRecord):
+// the kernel path, the peaks by thread count, the rounds and minimum time,
+// and the peer with its command.
+func (c GemmConfig) MachineSettings(peaks map[int]float64) map[string]any {
+	byThreads := map[string]float64{}
+	for t, p := range peaks {
+		byThreads[strconv.Itoa(t)] = p
+	}
+	s := map[string]any{
+		"kernel": cpu.KernelPath(), "peak_gflops_by_threads": byThreads, "rounds": c.Rounds,
+		"min_time_s": c.MinTime.Seconds(),
+	}
+	if c.Peer != "" {
+		s["peer"] = c.Peer
+		s["peer_command"] = strings.Join(c.PeerCommand, " ")
+	}
+	return s
+}
+
+// Record returns s as a JSON record of kind "summary", its figures keyed by
+// implementation (flock and peer, "" for none).
+func (s GemmSummary) Record(peer string) map[string]any {
+	rec := map[string]any{"record": "summary", "m": s.Size.M, "k": s.Size.K, "n": s.Size.N, "threads": s.Threads,
+		"flock_gflops": statsMap(s.Flock), "flock_peak_fraction": s.FlockPeak}
+	if peer != "" {
+		rec[peer+"_gflops"] = statsMap(s.Peer)
+		rec[peer+"_peak_fraction"] = s.PeerPeak
+		rec["ratio_flock_"+peer] = statsMap(s.Ratio)
+	}
+	return rec
+}
+
+// GemmResults are the records of a run of RunGemm, as Write saves them.
+type GemmResults struct {
+	Machine      map[string]any // MachineRecord, with Config's settings
+	Start        time.Time
+	Config       GemmConfig
+	Peaks        map[int]float64 // by thread count, as MeasurePeaks gives them
+	Measurements []GemmMeasurement
+	Summaries    []GemmSummary
+}
+
+// SummaryRecords returns the summaries as JSON records (Record).
+func (r GemmResults) SummaryRecords() []any {
+	var recs []any
+	for _, s := range r.Summaries {
+		recs = append(recs, s.Record(r.Config.Peer))
+	}
+	return recs
+}
+
+// WriteTables writes the summaries' Markdown table and then the peaks
+// against which the fractions are read.
+func (r GemmResults) WriteTables(w io.Writer) error {
+	if err := WriteGemmTable(w, r.Summaries, r.Config.Peer); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\nPeak (independent FMAs, %s): %s\n", cpu.KernelPath(), FormatPeaks(r.Config.Threads, r.Peaks))
+	return err
+}
+
+// Write writes the records (the machine record, the measurements, the
+// summaries) to dir/gemm_<date>.jsonl and a report of the method, the
+// table, and the setup to dir/gemm_<date>.md.
+func (r GemmResults) Write(dir string) error {
+	peer := r.Config.Peer
+	recs := append(appendRecords([]any{r.Machine}, r.Measurements), r.SummaryRecords()...)
+	return writeResults(dir, "gemm", r.Start, recs, func(b *strings.Builder, jsonl string) error {
+		reportHeader(b, "SGEMM GFLOP/s", r.Start, r.Machine["command"])
+		fmt.Fprintf(b, "C = A·B in float32, row-major, A M×K and B K×N. A run makes one untimed product, then times products one by one for at least %v (at least 3); its figure is the median time, as GFLOP/s = 2·M·N·K / time. ", r.Machine["min_time_s"])
+		if peer != "" {
+			fmt.Fprintf(b, "Each round runs flock and then %s (bench/peers/numpy_gemm.py) for every thread count; %v rounds after one warm-up round; figures are the median (min–max) over the rounds, and the ratio is flock/%s computed round by round. ", peer, r.Machine["rounds"], peer)
+		} else {
+			fmt.Fprintf(b, "%v rounds after one warm-up round; figures are the median (min–max) over the rounds. ", r.Machine["rounds"])
+		}
+		fmt.Fprintf(b, "\"Of peak\" divides by the GFLOP/s that as many threads reach running independent FMAs: %s.\n\n", FormatPeaks(r.Config.Threads, r.Peaks))
+		if err := WriteGemmTable(b, r.Summaries, peer); err != nil {
+			return err
+		}
+		reportMachine(b, r.Machine)
+		fmt.Fprintf(b, "- flock: cpu.BLAS32, kernel path %s.\n", r.Machine["kernel"])
+		for _, m := range r.Measurements {
+			if m.Impl == peer {
+				fmt.Fprintf(b, "- %s: %s, core %s (`%s`, OPENBLAS_NUM_THREADS = threads, OPENBLAS_CORETYPE unset).\n", peer, m.Version, m.Kernel, r.Machine["peer_command"])
+				break
+			}
+		}
+		fmt.Fprintf(b, "- Records: `%s`.\n", jsonl)
+		return nil
+	})
+}
+
+// MeasurePeak measures the float32 peak of GOMAXPROCS threads as
+// MeasurePeaks does, and says how, for reports; under the pure-Go kernels
+// it returns 0 and says that it was not measured.
+func MeasurePeak() (gflops float64, how string) {
+	threads := runtime.GOMAXPROCS(0)
+	peak := MeasurePeaks([]int{threads})[threads]
+	if peak == 0 {
+		return 0, "not measured (pure-Go kernels)"
+	}
+	return peak, fmt.Sprintf("measured by independent FMAs on %d threads, %s", threads, cpu.KernelPath())
+}

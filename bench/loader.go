@@ -529,3 +529,111 @@ func WriteLoaderTable(w io.Writer, sums []LoaderSummary, peer string) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// WriteSyntheticBeton writes n synthetic photo-like images of side×side
+// pixels (ffcv.SyntheticSource, stored as JPEG of quality 90) with their
+// labels to the .beton file path, for measurements without a data set.
+// progress, when not nil, receives the writer's progress bar.
+func WriteSyntheticBeton(ctx context.Context, path string, n, side int, seed uint64, progress io.Writer) error {
+	src := &ffcv.SyntheticSource{N: n, Width: side, Height: side, Seed: seed,
+		Image: beton.RGBImageField{Mode: beton.WriteJPEG, JPEGQuality: 90}}
+	return beton.Write(ctx, path, src.Fields(), src, beton.WriterOptions{Progress: progress})
+}
+
+// Flags returns c as the flags of a command that makes one measurement
+// (flock bench loader --single, bench/peers/torch_loader.py,
+// bench/peers/ffcv_loader.py), Workers left out: RunLoaderComparison
+// appends it.
+func (c LoaderConfig) Flags() []string {
+	return []string{"--file", c.File, "--decoder", c.Decoder, "--size", strconv.Itoa(c.Size), "--batch-size", strconv.Itoa(c.BatchSize),
+		"--batches", strconv.Itoa(c.Batches), "--warmup", strconv.Itoa(c.Warmup), "--seed", strconv.FormatUint(c.Seed, 10)}
+}
+
+// MachineSettings returns the part of the machine record (MachineRecord)
+// of a comparison c of measurements run: the file and pipeline, the
+// batches, the rounds, FLOCK_JPEG, and the peer with its command.
+func (c LoaderComparison) MachineSettings(run LoaderConfig) map[string]any {
+	s := map[string]any{
+		"file": run.File, "decoder": run.Decoder, "size": run.Size, "batch_size": run.BatchSize, "batches": run.Batches,
+		"warmup": run.Warmup, "pairs": c.Pairs, "jpeg_env": os.Getenv("FLOCK_JPEG"),
+	}
+	if c.Peer != "" {
+		s["peer"], s["peer_command"] = c.Peer, strings.Join(c.PeerCommand, " ")
+	}
+	return s
+}
+
+// Record returns s as a JSON record of kind "summary", its figures keyed by
+// implementation (flock and peer, "" for none). A figure without values (a
+// peer whose runs measured no CPU time) is null.
+func (s LoaderSummary) Record(peer string) map[string]any {
+	rec := map[string]any{"record": "summary", "workers": s.Workers,
+		"flock_img_per_s_per_worker": statsRecord(s.Flock.PerWorker), "flock_img_per_cpu_s": statsRecord(s.Flock.PerCPUSecond),
+		"flock_allocs_per_batch": s.Flock.AllocsPerBatch, "flock_first_batch_s": s.Flock.FirstBatchS,
+		"flock_p50_s": s.Flock.P50S, "flock_p99_s": s.Flock.P99S, "flock_peak_rss_mb": s.Flock.PeakRSSMB, "flock_heap_mb": s.Flock.HeapMB}
+	if peer != "" {
+		rec[peer+"_img_per_s_per_worker"] = statsRecord(s.Peer.PerWorker)
+		rec[peer+"_img_per_cpu_s"] = statsRecord(s.Peer.PerCPUSecond)
+		rec["ratio_flock_"+peer] = statsRecord(s.Ratio)
+		rec["ratio_flock_"+peer+"_per_cpu_s"] = statsRecord(s.CPURatio)
+	}
+	return rec
+}
+
+// LoaderResults are the records of a run of RunLoaderComparison, as Write
+// saves them.
+type LoaderResults struct {
+	Machine      map[string]any // MachineRecord, with Config's settings
+	Start        time.Time
+	Config       LoaderComparison
+	Measurements []LoaderResult
+	Summaries    []LoaderSummary
+}
+
+// SummaryRecords returns the summaries as JSON records (Record).
+func (r LoaderResults) SummaryRecords() []any {
+	var recs []any
+	for _, s := range r.Summaries {
+		recs = append(recs, s.Record(r.Config.Peer))
+	}
+	return recs
+}
+
+// WriteTables writes the summaries' Markdown tables.
+func (r LoaderResults) WriteTables(w io.Writer) error {
+	return WriteLoaderTable(w, r.Summaries, r.Config.Peer)
+}
+
+// Write writes the records (the machine record, the measurements, the
+// summaries) to dir/loader_<date>.jsonl and a report of the method, the
+// tables, and the setup to dir/loader_<date>.md.
+func (r LoaderResults) Write(dir string) error {
+	peer, machine := r.Config.Peer, r.Machine
+	recs := append(appendRecords([]any{machine}, r.Measurements), r.SummaryRecords()...)
+	return writeResults(dir, "loader", r.Start, recs, func(b *strings.Builder, jsonl string) error {
+		reportHeader(b, "Data loader throughput", r.Start, machine["command"])
+		fmt.Fprintf(b, "File %s, pipeline %s (output %v px), batches of %v, random order; each run is one process that reads %v warm-up batches and times %v. ",
+			machine["file"], machine["decoder"], machine["size"], machine["batch_size"], machine["warmup"], machine["batches"])
+		if peer != "" {
+			how := "bench/peers/torch_loader.py: DataLoader with the same number of worker processes, PIL + torchvision"
+			if peer == ImplFFCV {
+				how = "bench/peers/ffcv_loader.py: FFCV's Loader with the same number of worker threads and the pipeline of FFCV's ImageNet example on the CPU"
+			}
+			fmt.Fprintf(b, "Each round runs flock and then %s (%s) for each worker count; %v rounds after one warm-up round; figures are the median (min–max) over the rounds, and the ratios are flock/%s computed round by round.\n\n", peer, how, machine["pairs"], peer)
+		} else {
+			fmt.Fprintf(b, "%v rounds after one warm-up round; figures are the median (min–max) over the rounds.\n\n", machine["pairs"])
+		}
+		if err := WriteLoaderTable(b, r.Summaries, peer); err != nil {
+			return err
+		}
+		reportMachine(b, machine)
+		for _, m := range r.Measurements {
+			if m.Impl == peer {
+				fmt.Fprintf(b, "- %s: %s, %s (`%s`).\n", peer, m.Version, m.Backend, machine["peer_command"])
+				break
+			}
+		}
+		fmt.Fprintf(b, "- Records: `%s`.\n", jsonl)
+		return nil
+	})
+}

@@ -2,6 +2,7 @@ package bench_test
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"path/filepath"
 	"strings"
@@ -67,5 +68,26 @@ func TestSummarizeLoader(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "| 1 | 315 (300–330) | 250 (200–300) | 1.30 (1.10–1.50) |") {
 		t.Errorf("table:\n%s", b.String())
+	}
+}
+
+// TestLoaderSummaryRecordWithoutCPURatio: a peer whose runs measured no
+// CPU time (too short for the clock's ticks) leaves the per-CPU-second
+// ratio without figures; the summary record still encodes as JSON.
+func TestLoaderSummaryRecordWithoutCPURatio(t *testing.T) {
+	res := []bench.LoaderResult{
+		{Impl: bench.ImplFlock, Workers: 1, Pair: 1, PerWorker: 100, PerCPUSecond: 90},
+		{Impl: bench.ImplTorch, Workers: 1, Pair: 1, PerWorker: 50},
+	}
+	sums := bench.SummarizeLoader(res, bench.ImplTorch)
+	if len(sums) != 1 || sums[0].CPURatio.N != 0 || sums[0].Ratio.N != 1 {
+		t.Fatalf("summaries %+v, want one with a ratio of images/s and none per CPU-second", sums)
+	}
+	b, err := json.Marshal(sums[0].Record(bench.ImplTorch))
+	if err != nil {
+		t.Fatalf("summary record: %v", err)
+	}
+	if !strings.Contains(string(b), `"ratio_flock_torch_per_cpu_s":null`) || !strings.Contains(string(b), `"ratio_flock_torch":{`) {
+		t.Errorf("summary record %s: want the ratio of images/s and a null per-CPU-second ratio", b)
 	}
 }

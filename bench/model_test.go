@@ -1,7 +1,9 @@
 package bench_test
 
 import (
+	"context"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/flockml/flock/bench"
@@ -50,5 +52,77 @@ func TestMedian(t *testing.T) {
 	}
 	if m := bench.Median(nil); !math.IsNaN(m) {
 		t.Errorf("median of nothing = %v", m)
+	}
+}
+
+// fakeModelStep stands in for a measurement command, run by /bin/sh: it
+// reports the model and batch it is given, a step of $1 ms and, for a
+// peer ($2 not empty), that version and 2 s of compilation but no FLOPs.
+const fakeModelStep = `ms=$1; peer=$2; shift 2
+while [ $# -gt 0 ]; do case $1 in --model) model=$2;; --batch) batch=$2;; esac; shift; done
+echo "log line"
+if [ -z "$peer" ]; then
+  echo "{\"model\":\"$model\",\"batch\":$batch,\"step_ms\":$ms,\"img_per_s\":$((batch * 1000 / ms)),\"forward_flops\":1e6,\"step_flops\":3e6,\"gflops\":1.2,\"peak_rss_bytes\":1024}"
+else
+  echo "{\"model\":\"$model\",\"batch\":$batch,\"step_ms\":$ms,\"img_per_s\":$((batch * 1000 / ms)),\"version\":\"$peer\",\"compile_s\":2}"
+fi
+`
+
+// TestRunModelComparison runs a comparison of fake commands: rounds, the
+// peer's FLOPs taken from flock's, the fraction of peak, and the summary's
+// ratio and table.
+func TestRunModelComparison(t *testing.T) {
+	t.Parallel()
+	cfg := bench.ModelComparison{
+		Models: []string{"cnn", "mlp"}, Pairs: 2, Peers: []string{bench.ImplTorch2Compile},
+		Step:         bench.ModelStepConfig{Batch: 8, Image: 28, Channels: 1, Classes: 10, Warmup: 1, Steps: 2},
+		Flock:        []string{"/bin/sh", "-c", fakeModelStep, "fake", "10", ""},
+		PeerCommands: map[string][]string{bench.ImplTorch2Compile: {"/bin/sh", "-c", fakeModelStep, "fake", "20", "2.fake"}},
+		Peak:         24,
+	}
+	var emitted int
+	ms, err := bench.RunModelComparison(context.Background(), cfg, func(bench.ModelMeasurement) { emitted++ })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 3*2*2 || emitted != len(ms) {
+		t.Fatalf("%d measurements, %d emitted, want 12", len(ms), emitted)
+	}
+	for i, m := range ms {
+		impl := []string{bench.ImplFlock, bench.ImplTorch2Compile}[i%2]
+		if m.Impl != impl || m.Round != i/4 || m.Warmup != (i < 4) || m.Model != cfg.Models[i/2%2] || m.StepFLOPs != 3e6 {
+			t.Errorf("measurement %d: %+v", i, m)
+		}
+		// flock reports 1.2 GFLOP/s; the peer's is flock's 3 MFLOP per
+		// image, 8 images in 20 ms: 1.2 too, against a peak of 24.
+		if math.Abs(m.GFLOPS-1.2) > 1e-9 || math.Abs(m.PeakFraction-1.2/24) > 1e-9 {
+			t.Errorf("measurement %d: %v GFLOP/s, %v of peak, want 1.2 and 0.05", i, m.GFLOPS, m.PeakFraction)
+		}
+	}
+	sums := bench.SummarizeModels(ms, cfg.Models, cfg.Peers)
+	if len(sums) != 2 || len(sums[0].Peers) != 1 {
+		t.Fatalf("summaries %+v", sums)
+	}
+	p := sums[0].Peers[0]
+	if p.Ratio.N != 2 || p.Ratio.Median != 2 || p.CompileS != 2 || p.Version != "2.fake" || sums[0].Flock.ImagesPerSec.N != 2 {
+		t.Errorf("summary of cnn %+v", sums[0])
+	}
+	var b strings.Builder
+	if err := bench.WriteModelTable(&b, sums, cfg.Peers, cfg.Peak, "given"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| cnn | torch2-compile | 0 | 400.0 (400.0–400.0) |", " 2.00 (2.00–2.00) |", "Peak: 24 GFLOP/s (given).", "cnn torch2-compile: torch.compile took 2.0 s"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+func TestRunModelComparisonFailure(t *testing.T) {
+	t.Parallel()
+	cfg := bench.ModelComparison{Models: []string{"cnn"}, Step: bench.ModelStepConfig{Batch: 1, Steps: 1}, Flock: []string{"/bin/sh", "-c", "exit 3"}}
+	_, err := bench.RunModelComparison(context.Background(), cfg, nil)
+	if err == nil || !strings.HasPrefix(err.Error(), "flock cnn: /bin/sh -c exit 3") {
+		t.Errorf("error %v, want one naming the implementation, the model and the command", err)
 	}
 }

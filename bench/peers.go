@@ -2,8 +2,12 @@ package bench
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/flockml/flock/internal/peers"
 )
 
 // Peers of flock bench that run in the peers' environment (package
@@ -33,4 +37,27 @@ func ParsePeers(list string, known []string) ([]string, error) {
 		peers = append(peers, p)
 	}
 	return peers, nil
+}
+
+// PeerPython returns the interpreter that runs peer's script: python for
+// the peers that Debian's PyTorch and numpy serve (ImplTorch, ImplGloo,
+// ImplNumpy), else the Python of the environment that
+// bench/peers/setup.sh installs (internal/peers), found from the working
+// directory and given relative to it when below it, so that the results'
+// commands read as they would be typed there.
+func PeerPython(peer, python string) (string, error) {
+	switch peer {
+	case ImplTorch, ImplGloo, ImplNumpy:
+		return python, nil
+	}
+	venv, err := peers.Python(".")
+	if err != nil {
+		return "", err
+	}
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, venv); err == nil && filepath.IsLocal(rel) {
+			return "." + string(filepath.Separator) + rel, nil
+		}
+	}
+	return venv, nil
 }

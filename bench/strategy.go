@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/flockml/flock/autograd"
@@ -434,6 +435,9 @@ type StrategySyncConfig struct {
 	// dist.Init from the environment); the harness appends the worker
 	// config's Flags.
 	Flock []string
+	// Env is added to the workers' environment (FLOCK_SHM=0 keeps them
+	// on TCP).
+	Env []string
 	// Timeout bounds the run; 0 means 10 minutes.
 	Timeout time.Duration
 	// Stderr receives the ranks' standard error, each line prefixed with
@@ -470,7 +474,7 @@ func RunStrategySync(ctx context.Context, cfg StrategySyncConfig, emit func(Stra
 		timeout = 10 * time.Minute
 	}
 	argv := append(append([]string(nil), cfg.Flock...), cfg.Flags()...)
-	samples, err := launchRanks(ctx, timeout, ImplFlock, argv, cfg.NProc, cfg.Stderr)
+	samples, err := launchRanks(ctx, timeout, ImplFlock, argv, cfg.Env, cfg.NProc, cfg.Stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -550,4 +554,183 @@ func formatBytes(b int64) string {
 		return fmt.Sprintf("%.2f MB", float64(b)/1e6)
 	}
 	return fmt.Sprintf("%d B", b)
+}
+
+// RunStrategySyncWorker is a rank of a job that RunStrategySync starts: it
+// joins the job that the environment describes (dist.EnvFromOS) and runs
+// StrategySyncWorker.
+func RunStrategySyncWorker(ctx context.Context, cfg StrategySyncWorkerConfig, out io.Writer) error {
+	return joinJob(ctx, func(c dist.Comm) error { return StrategySyncWorker(ctx, c, cfg, out) })
+}
+
+// Record returns s as a JSON record of kind "summary" and measure "steps";
+// a figure without values is null.
+func (s StrategyStepsSummary) Record() map[string]any {
+	return map[string]any{
+		"record": "summary", "measure": "steps", "model": s.Model, "params": s.Params, "batch": s.Batch, "steps": s.Steps,
+		"single_ms_per_step": statsRecord(s.Single), "local_ms_per_step": statsRecord(s.Local),
+		"ratio_single_local": statsRecord(s.Ratio), "target": StepsTarget,
+	}
+}
+
+// Record returns s as a JSON record of kind "summary" and measure "sync";
+// a figure without values is null.
+func (s StrategySyncSummary) Record() map[string]any {
+	return map[string]any{
+		"record": "summary", "measure": "sync", "model": s.Model, "nproc": s.NProc, "bytes": s.Bytes, "transport": s.Transport,
+		"sync_busbw_gbps": statsRecord(s.Sync), "allreduce_busbw_gbps": statsRecord(s.AllReduce),
+		"ratio_sync_allreduce": statsRecord(s.Ratio), "target": SyncTarget,
+	}
+}
+
+// StrategyConfig gathers the measurements of the cost of Local SGD: the
+// steps, the synchronization, or both (nil leaves one out), and the
+// synchronization's peer.
+type StrategyConfig struct {
+	Steps *StrategyStepsConfig
+	Sync  *StrategySyncConfig
+	// Peer is "" or ImplTorchFT, which needs Sync; PeerCommand is its
+	// command line (TorchFTCommand).
+	Peer        string
+	PeerCommand []string
+}
+
+// MachineSettings returns c's part of the machine record (MachineRecord):
+// the settings of each measurement, and the peer with its command.
+func (c StrategyConfig) MachineSettings() map[string]any {
+	s := map[string]any{}
+	if c := c.Steps; c != nil {
+		s["steps"] = map[string]any{"model": c.Model, "batch": c.Batch, "image": c.Image, "channels": c.Channels,
+			"classes": c.Classes, "steps": c.Steps, "pairs": c.Pairs}
+	}
+	if c := c.Sync; c != nil {
+		s["sync"] = map[string]any{"model": c.Model, "image": c.Image, "channels": c.Channels, "classes": c.Classes,
+			"nproc": c.NProc, "warmup": c.Warmup, "iters": c.Iters, "pairs": c.Pairs, "op": "avg"}
+	}
+	if c.Peer != "" {
+		s["peer"], s["peer_command"] = c.Peer, strings.Join(c.PeerCommand, " ")
+	}
+	return s
+}
+
+// RunStrategy runs cfg's measurements: the steps (RunStrategySteps), then
+// the synchronization (RunStrategySync, or RunStrategySyncTorchFT with
+// the peer). Each measurement — a StrategyStepsMeasurement, a
+// StrategySyncMeasurement or a TorchFTMeasurement — is passed to emit
+// (which may be nil) as it comes. The results hold those made until an
+// error, if any.
+func RunStrategy(ctx context.Context, cfg StrategyConfig, emit func(any)) (StrategyResults, error) {
+	r := StrategyResults{Config: cfg}
+	if cfg.Peer != "" && (cfg.Peer != ImplTorchFT || cfg.Sync == nil || len(cfg.PeerCommand) == 0) {
+		return r, fmt.Errorf("bench: strategy: peer %q with command %q: want torchft, its command and the sync measurement", cfg.Peer, cfg.PeerCommand)
+	}
+	var err error
+	if c := cfg.Steps; c != nil {
+		r.Steps, err = RunStrategySteps(ctx, *c, emitAs[StrategyStepsMeasurement](emit))
+		if err != nil {
+			return r, err
+		}
+	}
+	if c := cfg.Sync; c != nil {
+		if cfg.Peer == "" {
+			r.Sync, err = RunStrategySync(ctx, *c, emitAs[StrategySyncMeasurement](emit))
+		} else {
+			r.Sync, r.TorchFT, err = RunStrategySyncTorchFT(ctx, *c, cfg.PeerCommand, emitAs[StrategySyncMeasurement](emit), emitAs[TorchFTMeasurement](emit))
+		}
+	}
+	return r, err
+}
+
+// emitAs returns emit for measurements of type T, nil for nil.
+func emitAs[T any](emit func(any)) func(T) {
+	if emit == nil {
+		return nil
+	}
+	return func(m T) { emit(m) }
+}
+
+// StrategyResults are the measurements of a run of RunStrategy; Write
+// saves them with the summaries.
+type StrategyResults struct {
+	Machine map[string]any // MachineRecord, with Config's settings
+	Start   time.Time
+	Config  StrategyConfig
+	Steps   []StrategyStepsMeasurement
+	Sync    []StrategySyncMeasurement
+	TorchFT []TorchFTMeasurement
+}
+
+// SummaryRecords returns the JSON records of the summaries of the
+// measurements that Config asks for: the steps', the synchronization's,
+// torchft's.
+func (r StrategyResults) SummaryRecords() []any {
+	var sums []any
+	if r.Config.Steps != nil {
+		sums = append(sums, SummarizeStrategySteps(r.Steps).Record())
+	}
+	if r.Config.Sync != nil {
+		sums = append(sums, SummarizeStrategySync(r.Sync).Record())
+		if r.Config.Peer != "" {
+			sums = append(sums, SummarizeTorchFT(r.Sync, r.TorchFT).Record())
+		}
+	}
+	return sums
+}
+
+// WriteTables writes the summaries' Markdown tables, in the order of
+// SummaryRecords, a blank line between them.
+func (r StrategyResults) WriteTables(w io.Writer) error {
+	var tables []func() error
+	if r.Config.Steps != nil {
+		tables = append(tables, func() error { return WriteStrategyStepsTable(w, SummarizeStrategySteps(r.Steps)) })
+	}
+	if r.Config.Sync != nil {
+		tables = append(tables, func() error { return WriteStrategySyncTable(w, SummarizeStrategySync(r.Sync)) })
+		if r.Config.Peer != "" {
+			tables = append(tables, func() error { return WriteTorchFTTable(w, SummarizeTorchFT(r.Sync, r.TorchFT)) })
+		}
+	}
+	for i, t := range tables {
+		if i > 0 {
+			if _, err := io.WriteString(w, "\n"); err != nil {
+				return err
+			}
+		}
+		if err := t(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Write writes the records (the machine record, the measurements, the
+// summaries) to dir/strategy_<date>.jsonl and a report of the method, the
+// tables, and the setup to dir/strategy_<date>.md.
+func (r StrategyResults) Write(dir string) error {
+	cfg := r.Config
+	recs := append(appendRecords(appendRecords(appendRecords([]any{r.Machine}, r.Steps), r.Sync), r.TorchFT), r.SummaryRecords()...)
+	return writeResults(dir, "strategy", r.Start, recs, func(b *strings.Builder, jsonl string) error {
+		reportHeader(b, "Cost of Local SGD", r.Start, r.Machine["command"])
+		if c := cfg.Steps; c != nil {
+			fmt.Fprintf(b, "Steps: two train.Trainers in one process on the same synthetic images take the same steps, one with train.SingleWorker and one with localopt.Local over a one-rank Comm with a period longer than the run (no synchronization); each run times %d steps of Trainer.RunUntil; pairs alternate single and local, %d pairs after one warm-up pair; the ratio single/local of ms/step is computed pair by pair (target ≥ %.2f).\n\n",
+				c.Steps, c.Pairs, StepsTarget)
+		}
+		if c := cfg.Sync; c != nil {
+			fmt.Fprintf(b, "Sync: %d processes on this machine (the table names the transport); each pair times %d Local.AfterStep calls that close a round (constant H = 1: sampling of the consensus distance, in-place all-reduce avg of the flat buffer holding every parameter and two more elements) and then %d plain all-reduces (avg) of a flat float32 tensor of the same S bytes, each after a barrier; a pair's figure is the median T on rank 0, as bus bandwidth 2(n−1)/n · S/T in GB/s (10⁹ B/s); %d untimed operations of each kind first, %d pairs after one warm-up pair; the ratio sync/all-reduce is computed pair by pair (target ≥ %.2f).\n\n",
+				c.NProc, c.Iters, c.Iters, c.Warmup, c.Pairs, SyncTarget)
+			if cfg.Peer != "" {
+				fmt.Fprintf(b, "torchft: the sync measurement runs in %d rounds after a warm-up round, each a flock job over TCP (FLOCK_SHM=0) of a warm-up pair and one measured pair, then bench/peers/torchft_sync.py likewise: torchft's lighthouse and %d replicas, each a Manager (synchronous quorum) over torchft's ProcessGroupGloo on loopback with the same model's parameters in PyTorch, timing %d optimizer steps that are one LocalSGD or DiLoCo synchronization each (sync_every 1, no gradients: the quorum, the all-reduce of every parameter, DiLoCo's outer Nesterov step); figures are ms per synchronization on rank 0, median (min–max) over the rounds, and the ratio is torchft's time over flock's Local synchronization, round by round (above 1: flock faster).\n\n",
+					c.Pairs, c.NProc, c.Iters)
+			}
+		}
+		if err := r.WriteTables(b); err != nil {
+			return err
+		}
+		reportMachine(b, r.Machine)
+		if len(r.TorchFT) > 0 {
+			fmt.Fprintf(b, "- torchft: %s (`%s`).\n", r.TorchFT[0].Version, strings.Join(cfg.PeerCommand, " "))
+		}
+		fmt.Fprintf(b, "- Records: `%s`.\n", jsonl)
+		return nil
+	})
 }

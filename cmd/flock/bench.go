@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/flockml/flock/bench"
-	"github.com/flockml/flock/dist"
 )
 
 // benchWorker is the internal subcommand that runs one rank of an
@@ -27,10 +26,13 @@ type benchmark struct {
 	run           func(args []string, stdout, stderr io.Writer) int
 }
 
-// benchmarks lists the measurements of flock bench; files of this package
-// add theirs from init functions.
+// benchmarks lists the measurements of flock bench.
 var benchmarks = []benchmark{
 	{"allreduce", "all-reduce bus bandwidth over local processes, optionally\n             side by side with PyTorch's Gloo backend", runBenchAllReduce},
+	{"gemm", "float32 matrix product GFLOP/s, optionally side by side with\n             numpy over OpenBLAS", runBenchGemm},
+	{"loader", "images/s of the .beton data loader (decode + augment) per\n             worker, side by side with a PyTorch DataLoader", runBenchLoader},
+	{"model", "training-step time, images/s, FLOPs and memory of a model,\n             optionally side by side with PyTorch", runBenchModel},
+	{"strategy", "cost of the training strategies: Local SGD's local steps against\n             single-worker steps, its synchronization against an all-reduce", runBenchStrategy},
 }
 
 func benchNames() string {
@@ -219,10 +221,8 @@ func runBenchAllReduce(args []string, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	start := time.Now().UTC()
-	machine := allReduceMachine(args, start, cfg)
 	rep := newBenchReport("allreduce", o.json, stdout, stderr)
-	rep.machine(machine)
+	machine, start := rep.begin(args, cfg.MachineSettings())
 	emit := func(m bench.AllReduceMeasurement) {
 		rep.measurement(m, m.Pair, m.WarmupPair, "%-5s %d ranks %7s  %9.3f ms  algbw %6.3f GB/s  busbw %6.3f GB/s",
 			m.Impl, m.NProc, bench.FormatSize(m.Bytes), m.MedianS*1e3, m.AlgBW, m.BusBW)
@@ -231,97 +231,12 @@ func runBenchAllReduce(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return rep.failRun(ctx, err)
 	}
-	sums := bench.SummarizeAllReduce(ms, o.peer)
-	err = summaries(rep, sums, func(s bench.AllReduceSummary) any { return summaryRecord(s, o.peer) }, func(w io.Writer) error {
-		return bench.WriteAllReduceTable(w, sums, o.peer)
-	})
-	if err != nil {
-		return rep.fail(err)
-	}
-	if o.out != "" {
-		if err := writeAllReduceResults(o.out, machine, ms, sums, o.peer, cfg, start); err != nil {
-			return rep.fail(err)
-		}
-	}
-	return exitOK
+	return rep.finish(bench.AllReduceResults{Machine: machine, Start: start, Config: cfg, Measurements: ms,
+		Summaries: bench.SummarizeAllReduce(ms, o.peer)}, o.out)
 }
 
-func allReduceMachine(args []string, start time.Time, cfg bench.AllReduceConfig) map[string]any {
-	extra := map[string]any{"pairs": cfg.Pairs, "warmup": cfg.Warmup, "iters": cfg.Iters}
-	if cfg.Peer != "" {
-		extra["peer"] = cfg.Peer
-		extra["peer_command"] = strings.Join(cfg.PeerCommand, " ")
-	}
-	return machineRecord("allreduce", args, start, extra)
-}
-
-// loadAvg is the first three fields of /proc/loadavg: the machine's load
-// before the benchmark.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	return strings.Join(f[:min(3, len(f))], " ")
-}
-
-func cpuModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return ""
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
-}
-
-func summaryRecord(s bench.AllReduceSummary, peer string) map[string]any {
-	st := func(x bench.Stats) map[string]any {
-		return map[string]any{"median": x.Median, "min": x.Min, "max": x.Max, "n": x.N}
-	}
-	rec := map[string]any{"record": "summary", "nproc": s.NProc, "bytes": s.Bytes, "flock_busbw_gbps": st(s.Flock)}
-	if peer != "" {
-		rec[peer+"_busbw_gbps"] = st(s.Peer)
-		rec["ratio_flock_"+peer] = st(s.Ratio)
-	}
-	return rec
-}
-
-func writeAllReduceResults(dir string, machine map[string]any, ms []bench.AllReduceMeasurement, sums []bench.AllReduceSummary, peer string, cfg bench.AllReduceConfig, start time.Time) error {
-	recs := add(records{machine}, ms)
-	for _, s := range sums {
-		recs = append(recs, summaryRecord(s, peer))
-	}
-	return writeResults(dir, "allreduce", start, recs, func(b *strings.Builder, jsonl string) error {
-		reportHeader(b, "All-reduce bus bandwidth", start, machine["command"])
-		fmt.Fprintf(b, "Sum of float32 tensors over processes of one machine on loopback. Each run starts the processes afresh; for each size they do %d untimed all-reduces, then %d timed ones, each after a barrier, and a run's figure is the median time T on rank 0. Bus bandwidth = 2(n−1)/n · S/T in GB/s (10⁹ B/s). ", cfg.Warmup, cfg.Iters)
-		if peer != "" {
-			fmt.Fprintf(b, "Each round runs flock and then %s (bench/peers/gloo_allreduce.py, torch.distributed gloo backend, `GLOO_SOCKET_IFNAME=lo`) for each world size; %d rounds after one warm-up round; figures are the median (min–max) over the rounds, and the ratio is flock/%s computed round by round.\n\n", peer, cfg.Pairs, peer)
-		} else {
-			fmt.Fprintf(b, "%d rounds after one warm-up round; figures are the median (min–max) over the rounds.\n\n", cfg.Pairs)
-		}
-		if err := bench.WriteAllReduceTable(b, sums, peer); err != nil {
-			return err
-		}
-		reportMachine(b, machine)
-		for _, m := range ms {
-			if m.Impl == peer {
-				fmt.Fprintf(b, "- %s: PyTorch %s (`%s`).\n", peer, m.Version, machine["peer_command"])
-				break
-			}
-		}
-		fmt.Fprintf(b, "- Records: `%s`.\n", jsonl)
-		return nil
-	})
-}
-
-// runBenchWorker is one rank of flock bench allreduce: it joins the job
-// described by the environment (dist.EnvFromOS) and runs
-// bench.AllReduceWorker.
+// runBenchWorker is one rank of flock bench allreduce:
+// bench.RunAllReduceWorker with the flags its parent gives.
 func runBenchWorker(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("flock bench "+benchWorker, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -336,21 +251,18 @@ func runBenchWorker(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "flock bench %s: %v\n", benchWorker, err)
 		return exitUsage
 	}
+	return runWorker(benchWorker, stderr, func(ctx context.Context) error {
+		return bench.RunAllReduceWorker(ctx, sizes, *warmup, *iters, stdout)
+	})
+}
+
+// runWorker runs the rank of a worker subcommand under a context that
+// Ctrl-C cancels, and returns its exit status, writing its error.
+func runWorker(name string, stderr io.Writer, rank func(ctx context.Context) error) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	env, err := dist.EnvFromOS()
-	if err != nil {
-		fmt.Fprintf(stderr, "flock bench %s: %v\n", benchWorker, err)
-		return exitFailure
-	}
-	c, err := dist.Init(ctx, env, dist.InitOptions{})
-	if err != nil {
-		fmt.Fprintf(stderr, "flock bench %s: %v\n", benchWorker, err)
-		return exitFailure
-	}
-	defer c.Close()
-	if err := bench.AllReduceWorker(ctx, c, sizes, *warmup, *iters, stdout); err != nil {
-		fmt.Fprintf(stderr, "flock bench %s: %v\n", benchWorker, err)
+	if err := rank(ctx); err != nil {
+		fmt.Fprintf(stderr, "flock bench %s: %v\n", name, err)
 		return exitFailure
 	}
 	return exitOK

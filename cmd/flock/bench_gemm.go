@@ -8,17 +8,11 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/flockml/flock/backend/cpu"
 	"github.com/flockml/flock/bench"
 )
-
-func init() {
-	benchmarks = append(benchmarks, benchmark{"gemm", "float32 matrix product GFLOP/s, optionally side by side with\n             numpy over OpenBLAS", runBenchGemm})
-}
 
 type gemmOptions struct {
 	threads, sizes, peer, python, script, out string
@@ -97,26 +91,13 @@ func runBenchGemm(args []string, stdout, stderr io.Writer) int {
 		}
 		cfg.PeerCommand = []string{o.python, o.script}
 	}
-	peaks := measurePeaks(threads)
+	peaks := bench.MeasurePeaks(threads)
 	cfg.Peak = func(t int) float64 { return peaks[t] }
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	start := time.Now().UTC()
-	peakList := map[string]float64{}
-	for t, p := range peaks {
-		peakList[strconv.Itoa(t)] = p
-	}
-	machine := machineRecord("gemm", args, start, map[string]any{
-		"kernel": cpu.KernelPath(), "peak_gflops_by_threads": peakList, "rounds": o.rounds,
-		"min_time_s": o.minTime.Seconds(),
-	})
-	if o.peer != "" {
-		machine["peer"] = o.peer
-		machine["peer_command"] = strings.Join(cfg.PeerCommand, " ")
-	}
 	rep := newBenchReport("gemm", o.json, stdout, stderr)
-	rep.machine(machine)
+	machine, start := rep.begin(args, cfg.MachineSettings(peaks))
 	emit := func(m bench.GemmMeasurement) {
 		rep.measurement(m, m.Round, m.Warmup, "%-5s %-16v %d threads  %10.3f ms  %7.1f GFLOP/s",
 			m.Impl, m.Size(), m.Threads, m.MedianS*1e3, m.GFLOPS)
@@ -125,90 +106,6 @@ func runBenchGemm(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return rep.failRun(ctx, err)
 	}
-	sums := bench.SummarizeGemm(ms, o.peer)
-	err = summaries(rep, sums, func(s bench.GemmSummary) any { return gemmSummaryRecord(s, o.peer) }, func(w io.Writer) error {
-		if err := bench.WriteGemmTable(w, sums, o.peer); err != nil {
-			return err
-		}
-		_, err := fmt.Fprintf(w, "\nPeak (independent FMAs, %s): %s\n", cpu.KernelPath(), formatPeaks(threads, peaks))
-		return err
-	})
-	if err != nil {
-		return rep.fail(err)
-	}
-	if o.out != "" {
-		if err := writeGemmResults(o.out, machine, ms, sums, o.peer, threads, peaks, start); err != nil {
-			return rep.fail(err)
-		}
-	}
-	return exitOK
-}
-
-// measurePeaks measures the float32 peak of each thread count: the GFLOP/s
-// of independent FMAs (cpu.MeasurePeak), absent under the pure-Go kernels.
-func measurePeaks(threads []int) map[int]float64 {
-	peaks := map[int]float64{}
-	for _, t := range threads {
-		if p, ok := cpu.MeasurePeak(t, 200*time.Millisecond); ok {
-			peaks[t] = p
-		}
-	}
-	return peaks
-}
-
-func formatPeaks(threads []int, peaks map[int]float64) string {
-	var parts []string
-	for _, t := range threads {
-		if p, ok := peaks[t]; ok {
-			parts = append(parts, fmt.Sprintf("%.0f GFLOP/s on %d threads", p, t))
-		}
-	}
-	if len(parts) == 0 {
-		return "not measured (pure-Go kernels)"
-	}
-	return strings.Join(parts, ", ")
-}
-
-func gemmSummaryRecord(s bench.GemmSummary, peer string) map[string]any {
-	st := func(x bench.Stats) map[string]any {
-		return map[string]any{"median": x.Median, "min": x.Min, "max": x.Max, "n": x.N}
-	}
-	rec := map[string]any{"record": "summary", "m": s.Size.M, "k": s.Size.K, "n": s.Size.N, "threads": s.Threads,
-		"flock_gflops": st(s.Flock), "flock_peak_fraction": s.FlockPeak}
-	if peer != "" {
-		rec[peer+"_gflops"] = st(s.Peer)
-		rec[peer+"_peak_fraction"] = s.PeerPeak
-		rec["ratio_flock_"+peer] = st(s.Ratio)
-	}
-	return rec
-}
-
-func writeGemmResults(dir string, machine map[string]any, ms []bench.GemmMeasurement, sums []bench.GemmSummary, peer string, threads []int, peaks map[int]float64, start time.Time) error {
-	recs := add(records{machine}, ms)
-	for _, s := range sums {
-		recs = append(recs, gemmSummaryRecord(s, peer))
-	}
-	return writeResults(dir, "gemm", start, recs, func(b *strings.Builder, jsonl string) error {
-		reportHeader(b, "SGEMM GFLOP/s", start, machine["command"])
-		fmt.Fprintf(b, "C = A·B in float32, row-major, A M×K and B K×N. A run makes one untimed product, then times products one by one for at least %v (at least 3); its figure is the median time, as GFLOP/s = 2·M·N·K / time. ", machine["min_time_s"])
-		if peer != "" {
-			fmt.Fprintf(b, "Each round runs flock and then %s (bench/peers/numpy_gemm.py) for every thread count; %v rounds after one warm-up round; figures are the median (min–max) over the rounds, and the ratio is flock/%s computed round by round. ", peer, machine["rounds"], peer)
-		} else {
-			fmt.Fprintf(b, "%v rounds after one warm-up round; figures are the median (min–max) over the rounds. ", machine["rounds"])
-		}
-		fmt.Fprintf(b, "\"Of peak\" divides by the GFLOP/s that as many threads reach running independent FMAs: %s.\n\n", formatPeaks(threads, peaks))
-		if err := bench.WriteGemmTable(b, sums, peer); err != nil {
-			return err
-		}
-		reportMachine(b, machine)
-		fmt.Fprintf(b, "- flock: cpu.BLAS32, kernel path %s.\n", machine["kernel"])
-		for _, m := range ms {
-			if m.Impl == peer {
-				fmt.Fprintf(b, "- %s: %s, core %s (`%s`, OPENBLAS_NUM_THREADS = threads, OPENBLAS_CORETYPE unset).\n", peer, m.Version, m.Kernel, machine["peer_command"])
-				break
-			}
-		}
-		fmt.Fprintf(b, "- Records: `%s`.\n", jsonl)
-		return nil
-	})
+	return rep.finish(bench.GemmResults{Machine: machine, Start: start, Config: cfg, Peaks: peaks, Measurements: ms,
+		Summaries: bench.SummarizeGemm(ms, o.peer)}, o.out)
 }

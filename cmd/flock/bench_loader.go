@@ -9,19 +9,11 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/flockml/flock/bench"
-	"github.com/flockml/flock/ffcv"
-	"github.com/flockml/flock/ffcv/beton"
 	"github.com/flockml/flock/internal/term"
 )
-
-func init() {
-	benchmarks = append(benchmarks, benchmark{"loader", "images/s of the .beton data loader (decode + augment) per\n             worker, side by side with a PyTorch DataLoader", runBenchLoader})
-}
 
 type loaderOptions struct {
 	file, workers, peer, decoder, python, script, out string
@@ -142,13 +134,11 @@ func runBenchLoader(args []string, stdout, stderr io.Writer) int {
 		}
 		defer os.RemoveAll(dir)
 		o.file = filepath.Join(dir, "synthetic.beton")
-		src := &ffcv.SyntheticSource{N: o.synthetic, Width: o.syntheticRes, Height: o.syntheticRes, Seed: o.seed,
-			Image: beton.RGBImageField{Mode: beton.WriteJPEG, JPEGQuality: 90}}
 		var progress io.Writer
 		if term.IsTerminal(stderr) && !o.single {
 			progress = stderr
 		}
-		if err := beton.Write(ctx, o.file, src.Fields(), src, beton.WriterOptions{Progress: progress}); err != nil {
+		if err := bench.WriteSyntheticBeton(ctx, o.file, o.synthetic, o.syntheticRes, o.seed, progress); err != nil {
 			return fail(err)
 		}
 	}
@@ -170,11 +160,9 @@ func runBenchLoader(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	common := []string{"--file", o.file, "--decoder", o.decoder, "--size", strconv.Itoa(o.size), "--batch-size", strconv.Itoa(o.batchSize),
-		"--batches", strconv.Itoa(o.batches), "--warmup", strconv.Itoa(o.warmup), "--seed", strconv.FormatUint(o.seed, 10)}
 	cmp := bench.LoaderComparison{
 		Workers: workers, Pairs: o.pairs, Peer: o.peer, Timeout: o.timeout, Stderr: stderr,
-		Flock: append([]string{exe, "bench", "loader", "--single"}, common...),
+		Flock: append([]string{exe, "bench", "loader", "--single"}, cfg.Flags()...),
 	}
 	if o.peer != "" {
 		script := o.script
@@ -184,22 +172,14 @@ func runBenchLoader(args []string, stdout, stderr io.Writer) int {
 		if !peerScript("loader", script, stderr) {
 			return exitFailure
 		}
-		python, err := peerPython(o.peer, o.python)
+		python, err := bench.PeerPython(o.peer, o.python)
 		if err != nil {
 			return fail(err)
 		}
-		cmp.PeerCommand = append([]string{python, script}, common...)
+		cmp.PeerCommand = append([]string{python, script}, cfg.Flags()...)
 		cmp.PeerEnv = []string{"OMP_NUM_THREADS=1"}
 	}
-	start := time.Now().UTC()
-	machine := machineRecord("loader", args, start, map[string]any{
-		"file": o.file, "decoder": o.decoder, "size": o.size, "batch_size": o.batchSize, "batches": o.batches,
-		"warmup": o.warmup, "pairs": o.pairs, "jpeg_env": os.Getenv("FLOCK_JPEG"),
-	})
-	if o.peer != "" {
-		machine["peer"], machine["peer_command"] = o.peer, strings.Join(cmp.PeerCommand, " ")
-	}
-	rep.machine(machine)
+	machine, start := rep.begin(args, cmp.MachineSettings(cfg))
 	emit := func(r bench.LoaderResult) {
 		rep.measurement(r, r.Pair, r.WarmupPair, "%-5s %d workers  %7.0f img/s per worker  %7.0f img/CPU-s  first batch %6.1f ms  p50 %6.1f ms  p99 %6.1f ms",
 			r.Impl, r.Workers, r.PerWorker, r.PerCPUSecond, 1e3*r.FirstBatchS, 1e3*r.P50S, 1e3*r.P99S)
@@ -208,66 +188,6 @@ func runBenchLoader(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	sums := bench.SummarizeLoader(results, o.peer)
-	err = summaries(rep, sums, func(s bench.LoaderSummary) any { return loaderSummaryRecord(s, o.peer) }, func(w io.Writer) error {
-		return bench.WriteLoaderTable(w, sums, o.peer)
-	})
-	if err != nil {
-		return fail(err)
-	}
-	if o.out != "" {
-		if err := writeLoaderResults(o.out, machine, results, sums, o.peer, start); err != nil {
-			return fail(err)
-		}
-	}
-	return exitOK
-}
-
-// loaderSummaryRecord is s as a JSON record; a figure without values (a
-// peer whose runs measured no CPU time) is null, JSON having no NaN.
-func loaderSummaryRecord(s bench.LoaderSummary, peer string) map[string]any {
-	rec := map[string]any{"record": "summary", "workers": s.Workers,
-		"flock_img_per_s_per_worker": statsRecord(s.Flock.PerWorker), "flock_img_per_cpu_s": statsRecord(s.Flock.PerCPUSecond),
-		"flock_allocs_per_batch": s.Flock.AllocsPerBatch, "flock_first_batch_s": s.Flock.FirstBatchS,
-		"flock_p50_s": s.Flock.P50S, "flock_p99_s": s.Flock.P99S, "flock_peak_rss_mb": s.Flock.PeakRSSMB, "flock_heap_mb": s.Flock.HeapMB}
-	if peer != "" {
-		rec[peer+"_img_per_s_per_worker"] = statsRecord(s.Peer.PerWorker)
-		rec[peer+"_img_per_cpu_s"] = statsRecord(s.Peer.PerCPUSecond)
-		rec["ratio_flock_"+peer] = statsRecord(s.Ratio)
-		rec["ratio_flock_"+peer+"_per_cpu_s"] = statsRecord(s.CPURatio)
-	}
-	return rec
-}
-
-func writeLoaderResults(dir string, machine map[string]any, rs []bench.LoaderResult, sums []bench.LoaderSummary, peer string, start time.Time) error {
-	recs := add(records{machine}, rs)
-	for _, s := range sums {
-		recs = append(recs, loaderSummaryRecord(s, peer))
-	}
-	return writeResults(dir, "loader", start, recs, func(b *strings.Builder, jsonl string) error {
-		reportHeader(b, "Data loader throughput", start, machine["command"])
-		fmt.Fprintf(b, "File %s, pipeline %s (output %v px), batches of %v, random order; each run is one process that reads %v warm-up batches and times %v. ",
-			machine["file"], machine["decoder"], machine["size"], machine["batch_size"], machine["warmup"], machine["batches"])
-		if peer != "" {
-			how := "bench/peers/torch_loader.py: DataLoader with the same number of worker processes, PIL + torchvision"
-			if peer == bench.ImplFFCV {
-				how = "bench/peers/ffcv_loader.py: FFCV's Loader with the same number of worker threads and the pipeline of FFCV's ImageNet example on the CPU"
-			}
-			fmt.Fprintf(b, "Each round runs flock and then %s (%s) for each worker count; %v rounds after one warm-up round; figures are the median (min–max) over the rounds, and the ratios are flock/%s computed round by round.\n\n", peer, how, machine["pairs"], peer)
-		} else {
-			fmt.Fprintf(b, "%v rounds after one warm-up round; figures are the median (min–max) over the rounds.\n\n", machine["pairs"])
-		}
-		if err := bench.WriteLoaderTable(b, sums, peer); err != nil {
-			return err
-		}
-		reportMachine(b, machine)
-		for _, r := range rs {
-			if r.Impl == peer {
-				fmt.Fprintf(b, "- %s: %s, %s (`%s`).\n", peer, r.Version, r.Backend, machine["peer_command"])
-				break
-			}
-		}
-		fmt.Fprintf(b, "- Records: `%s`.\n", jsonl)
-		return nil
-	})
+	return rep.finish(bench.LoaderResults{Machine: machine, Start: start, Config: cmp, Measurements: results,
+		Summaries: bench.SummarizeLoader(results, o.peer)}, o.out)
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flockml/flock/bench"
 	"github.com/flockml/flock/internal/peers"
 )
 
@@ -88,26 +87,5 @@ func TestBenchLoader(t *testing.T) {
 	md, _ := os.ReadFile(matches[0])
 	if !strings.Contains(string(md), "| 2 | flock |") || !strings.Contains(string(md), "flock bench loader --synthetic 24") {
 		t.Errorf("Markdown results:\n%s", md)
-	}
-}
-
-// TestLoaderSummaryRecordWithoutCPURatio: a peer whose runs measured no
-// CPU time (too short for the clock's ticks) leaves the per-CPU-second
-// ratio without figures; the summary record still encodes as JSON.
-func TestLoaderSummaryRecordWithoutCPURatio(t *testing.T) {
-	res := []bench.LoaderResult{
-		{Impl: bench.ImplFlock, Workers: 1, Pair: 1, PerWorker: 100, PerCPUSecond: 90},
-		{Impl: bench.ImplTorch, Workers: 1, Pair: 1, PerWorker: 50},
-	}
-	sums := bench.SummarizeLoader(res, bench.ImplTorch)
-	if len(sums) != 1 || sums[0].CPURatio.N != 0 || sums[0].Ratio.N != 1 {
-		t.Fatalf("summaries %+v, want one with a ratio of images/s and none per CPU-second", sums)
-	}
-	b, err := json.Marshal(loaderSummaryRecord(sums[0], bench.ImplTorch))
-	if err != nil {
-		t.Fatalf("summary record: %v", err)
-	}
-	if !strings.Contains(string(b), `"ratio_flock_torch_per_cpu_s":null`) || !strings.Contains(string(b), `"ratio_flock_torch":{`) {
-		t.Errorf("summary record %s: want the ratio of images/s and a null per-CPU-second ratio", b)
 	}
 }

@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
+	"time"
 
 	"github.com/flockml/flock/bench"
-	"github.com/flockml/flock/internal/peers"
 )
 
 // benchReport is how the benchmark subcommands report: JSON Lines records
@@ -27,11 +26,16 @@ func newBenchReport(name string, asJSON bool, stdout, stderr io.Writer) *benchRe
 	return &benchReport{name: name, json: asJSON, enc: json.NewEncoder(stdout), stdout: stdout, stderr: stderr}
 }
 
-// machine reports the machine record, the first of the JSON Lines.
-func (r *benchReport) machine(m map[string]any) {
+// begin starts the run of flock bench NAME args: it returns the run's
+// machine record, with the benchmark's settings, and its start time, and
+// reports the record.
+func (r *benchReport) begin(args []string, settings map[string]any) (machine map[string]any, start time.Time) {
+	start = time.Now().UTC()
+	machine = bench.MachineRecord(append([]string{"flock", "bench", r.name}, args...), start, settings)
 	if r.json {
-		_ = r.enc.Encode(m)
+		_ = r.enc.Encode(machine)
 	}
+	return machine, start
 }
 
 // measurement reports one measurement: rec as a JSON record, or a line
@@ -48,17 +52,34 @@ func (r *benchReport) measurement(rec any, round int, warmup bool, format string
 	fmt.Fprintf(r.stdout, "round %d%s  "+format+"\n", append([]any{round, tag}, args...)...)
 }
 
-// summaries reports the summaries, each as record(s) in JSON Lines, or a
-// blank line and the table.
-func summaries[S any](r *benchReport, sums []S, record func(S) any, table func(io.Writer) error) error {
+// benchResults are the results of a benchmark run (bench.GemmResults and
+// the like).
+type benchResults interface {
+	SummaryRecords() []any
+	WriteTables(w io.Writer) error
+	Write(dir string) error
+}
+
+// finish reports the summaries of res, as JSON records or a blank line and
+// the tables, writes its results files into dir unless dir is "", and
+// returns the exit status.
+func (r *benchReport) finish(res benchResults, dir string) int {
 	if r.json {
-		for _, s := range sums {
-			_ = r.enc.Encode(record(s))
+		for _, rec := range res.SummaryRecords() {
+			_ = r.enc.Encode(rec)
 		}
-		return nil
+	} else {
+		fmt.Fprintln(r.stdout)
+		if err := res.WriteTables(r.stdout); err != nil {
+			return r.fail(err)
+		}
 	}
-	fmt.Fprintln(r.stdout)
-	return table(r.stdout)
+	if dir != "" {
+		if err := res.Write(dir); err != nil {
+			return r.fail(err)
+		}
+	}
+	return exitOK
 }
 
 // fail writes err and returns the failure exit status.
@@ -85,26 +106,4 @@ func peerScript(name, script string, stderr io.Writer) bool {
 		return false
 	}
 	return true
-}
-
-// peerPython returns the interpreter that runs peer's script: python (the
-// --python flag) for Debian's PyTorch peers, else the peers' environment
-// that bench/peers/setup.sh installs.
-func peerPython(peer, python string) (string, error) {
-	switch peer {
-	case bench.ImplTorch, bench.ImplGloo, bench.ImplNumpy:
-		return python, nil
-	}
-	venv, err := peers.Python(".")
-	if err != nil {
-		return "", err
-	}
-	// Relative to the working directory when below it, so that the
-	// results' commands read as they would be typed there.
-	if wd, err := os.Getwd(); err == nil {
-		if rel, err := filepath.Rel(wd, venv); err == nil && filepath.IsLocal(rel) {
-			return "." + string(filepath.Separator) + rel, nil
-		}
-	}
-	return venv, nil
 }

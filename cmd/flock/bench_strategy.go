@@ -9,12 +9,10 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/flockml/flock/bench"
-	"github.com/flockml/flock/dist"
 	"github.com/flockml/flock/nn/models"
 )
 
@@ -27,10 +25,6 @@ const (
 	measureSteps = "steps"
 	measureSync  = "sync"
 )
-
-func init() {
-	benchmarks = append(benchmarks, benchmark{"strategy", "cost of the training strategies: Local SGD's local steps against\n             single-worker steps, its synchronization against an all-reduce", runBenchStrategy})
-}
 
 type strategyOptions struct {
 	measure, model, peer, script, out                            string
@@ -110,13 +104,6 @@ Flags:
 	fs.PrintDefaults()
 }
 
-// strategyRuns are the settings of each measurement once the defaults
-// that depend on it are filled in.
-type strategyRuns struct {
-	steps *bench.StrategyStepsConfig
-	sync  *bench.StrategySyncConfig
-}
-
 func runBenchStrategy(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == strategyWorker {
 		return runStrategyWorker(args[1:], stdout, stderr)
@@ -165,9 +152,9 @@ func runBenchStrategy(args []string, stdout, stderr io.Writer) int {
 		}
 		return o.model
 	}
-	var runs strategyRuns
+	cfg := bench.StrategyConfig{Peer: o.peer}
 	if slices.Contains(measures, measureSteps) {
-		runs.steps = &bench.StrategyStepsConfig{
+		cfg.Steps = &bench.StrategyStepsConfig{
 			Model: model("cnn"), Batch: o.batch, Image: or(o.image, 28), Channels: or(o.channels, 1), Classes: o.classes,
 			Steps: o.steps, Pairs: o.pairs, Seed: 1,
 		}
@@ -178,7 +165,7 @@ func runBenchStrategy(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "flock bench %s: %v\n", name, err)
 			return exitFailure
 		}
-		runs.sync = &bench.StrategySyncConfig{
+		cfg.Sync = &bench.StrategySyncConfig{
 			StrategySyncWorkerConfig: bench.StrategySyncWorkerConfig{
 				Model: model("resnet18"), Image: or(o.image, 32), Channels: or(o.channels, 3), Classes: o.classes,
 				Warmup: o.warmup, Iters: o.iters, Pairs: o.pairs, Seed: 1,
@@ -188,168 +175,39 @@ func runBenchStrategy(args []string, stdout, stderr io.Writer) int {
 	}
 
 	rep := newBenchReport(name, o.json, stdout, stderr)
-	var peerArgv []string
 	if o.peer != "" {
 		if !peerScript(name, o.script, stderr) {
 			return exitFailure
 		}
-		python, err := peerPython(o.peer, "")
-		if err != nil {
+		if cfg.PeerCommand, err = bench.TorchFTCommand(*cfg.Sync, o.script); err != nil {
 			return rep.fail(err)
 		}
-		c := runs.sync
-		peerArgv = []string{python, o.script, "--model", c.Model, "--image", strconv.Itoa(c.Image), "--channels", strconv.Itoa(c.Channels),
-			"--classes", strconv.Itoa(c.Classes), "--nproc", strconv.Itoa(c.NProc), "--warmup", strconv.Itoa(c.Warmup), "--iters", strconv.Itoa(c.Iters)}
-		// flock over TCP, as torchft's Gloo.
-		if old, ok := os.LookupEnv("FLOCK_SHM"); ok {
-			defer os.Setenv("FLOCK_SHM", old)
-		} else {
-			defer os.Unsetenv("FLOCK_SHM")
-		}
-		os.Setenv("FLOCK_SHM", "0")
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	start := time.Now().UTC()
-	extra := strategyMachine(runs)
-	if o.peer != "" {
-		extra["peer"], extra["peer_command"] = o.peer, strings.Join(peerArgv, " ")
-	}
-	machine := machineRecord(name, args, start, extra)
-	rep.machine(machine)
-	var (
-		stepsMs []bench.StrategyStepsMeasurement
-		syncMs  []bench.StrategySyncMeasurement
-		sums    []map[string]any
-		tables  []func(io.Writer) error
-	)
-	if c := runs.steps; c != nil {
-		stepsMs, err = bench.RunStrategySteps(ctx, *c, func(m bench.StrategyStepsMeasurement) {
+	machine, start := rep.begin(args, cfg.MachineSettings())
+	const syncLine = "sync   %-16s %-8s %d ranks %.2f MB  %9.3f ms  busbw %6.3f GB/s"
+	res, err := bench.RunStrategy(ctx, cfg, func(m any) {
+		switch m := m.(type) {
+		case bench.StrategyStepsMeasurement:
 			rep.measurement(m, m.Pair, m.WarmupPair, "steps  %-6s %-8s batch %d  %8.2f ms/step  %9.1f img/s",
 				m.Impl, m.Model, m.Batch, m.MsPerStep, m.ImagesPerSec)
-		})
-		if err != nil {
-			return rep.failRun(ctx, err)
+		case bench.StrategySyncMeasurement:
+			rep.measurement(m, m.Pair, m.WarmupPair, syncLine, m.Impl, m.Model, m.NProc, float64(m.Bytes)/1e6, m.MedianS*1e3, m.BusBW)
+		case bench.TorchFTMeasurement:
+			rep.measurement(m, m.Pair, m.WarmupPair, syncLine, m.Impl, m.Model, m.NProc, float64(m.Bytes)/1e6, m.MedianS*1e3, m.BusBW)
 		}
-		s := bench.SummarizeStrategySteps(stepsMs)
-		sums = append(sums, strategyStepsRecord(s))
-		tables = append(tables, func(w io.Writer) error { return bench.WriteStrategyStepsTable(w, s) })
+	})
+	if err != nil {
+		return rep.failRun(ctx, err)
 	}
-	var peerMs []torchftRecord
-	if c := runs.sync; c != nil {
-		emit := func(m bench.StrategySyncMeasurement) {
-			rep.measurement(m, m.Pair, m.WarmupPair, "sync   %-16s %-8s %d ranks %.2f MB  %9.3f ms  busbw %6.3f GB/s",
-				m.Impl, m.Model, m.NProc, float64(m.Bytes)/1e6, m.MedianS*1e3, m.BusBW)
-		}
-		if o.peer == "" {
-			syncMs, err = bench.RunStrategySync(ctx, *c, emit)
-		} else {
-			syncMs, peerMs, err = runStrategySyncTorchft(ctx, *c, peerArgv, o.pairs, o.timeout, emit, func(r torchftRecord) {
-				rep.measurement(r, r.Pair, r.WarmupPair, "sync   %-16s %-8s %d ranks %.2f MB  %9.3f ms  busbw %6.3f GB/s",
-					r.Impl, r.Model, r.NProc, float64(r.Bytes)/1e6, r.MedianS*1e3, r.BusBW)
-			}, stderr)
-		}
-		if err != nil {
-			return rep.failRun(ctx, err)
-		}
-		s := bench.SummarizeStrategySync(syncMs)
-		sums = append(sums, strategySyncRecord(s))
-		tables = append(tables, func(w io.Writer) error { return bench.WriteStrategySyncTable(w, s) })
-		if o.peer != "" {
-			ps := summarizeTorchft(syncMs, peerMs)
-			sums = append(sums, torchftSummaryRecord(ps))
-			tables = append(tables, func(w io.Writer) error { return writeTorchftTable(w, ps) })
-		}
-	}
-	writeTables := func(w io.Writer) error {
-		for i, t := range tables {
-			if i > 0 {
-				fmt.Fprintln(w)
-			}
-			if err := t(w); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if err := summaries(rep, sums, func(r map[string]any) any { return r }, writeTables); err != nil {
-		return rep.fail(err)
-	}
-	if o.out != "" {
-		recs := add(add(add(add(records{machine}, stepsMs), syncMs), peerMs), sums)
-		err := writeResults(o.out, name, start, recs, func(b *strings.Builder, jsonl string) error {
-			reportHeader(b, "Cost of Local SGD", start, machine["command"])
-			if runs.steps != nil {
-				fmt.Fprintf(b, "Steps: two train.Trainers in one process on the same synthetic images take the same steps, one with train.SingleWorker and one with localopt.Local over a one-rank Comm with a period longer than the run (no synchronization); each run times %d steps of Trainer.RunUntil; pairs alternate single and local, %d pairs after one warm-up pair; the ratio single/local of ms/step is computed pair by pair (target ≥ %.2f).\n\n",
-					runs.steps.Steps, o.pairs, bench.StepsTarget)
-			}
-			if runs.sync != nil {
-				fmt.Fprintf(b, "Sync: %d processes on this machine (the table names the transport); each pair times %d Local.AfterStep calls that close a round (constant H = 1: sampling of the consensus distance, in-place all-reduce avg of the flat buffer holding every parameter and two more elements) and then %d plain all-reduces (avg) of a flat float32 tensor of the same S bytes, each after a barrier; a pair's figure is the median T on rank 0, as bus bandwidth 2(n−1)/n · S/T in GB/s (10⁹ B/s); %d untimed operations of each kind first, %d pairs after one warm-up pair; the ratio sync/all-reduce is computed pair by pair (target ≥ %.2f).\n\n",
-					runs.sync.NProc, o.iters, o.iters, o.warmup, o.pairs, bench.SyncTarget)
-			}
-			if o.peer != "" {
-				fmt.Fprintf(b, "torchft: the sync measurement runs in %d rounds after a warm-up round, each a flock job over TCP (FLOCK_SHM=0) of a warm-up pair and one measured pair, then bench/peers/torchft_sync.py likewise: torchft's lighthouse and %d replicas, each a Manager (synchronous quorum) over torchft's ProcessGroupGloo on loopback with the same model's parameters in PyTorch, timing %d optimizer steps that are one LocalSGD or DiLoCo synchronization each (sync_every 1, no gradients: the quorum, the all-reduce of every parameter, DiLoCo's outer Nesterov step); figures are ms per synchronization on rank 0, median (min–max) over the rounds, and the ratio is torchft's time over flock's Local synchronization, round by round (above 1: flock faster).\n\n",
-					o.pairs, runs.sync.NProc, o.iters)
-			}
-			if err := writeTables(b); err != nil {
-				return err
-			}
-			reportMachine(b, machine)
-			if len(peerMs) > 0 {
-				fmt.Fprintf(b, "- torchft: %s (`%s`).\n", peerMs[0].Version, machine["peer_command"])
-			}
-			fmt.Fprintf(b, "- Records: `%s`.\n", jsonl)
-			return nil
-		})
-		if err != nil {
-			return rep.fail(err)
-		}
-	}
-	return exitOK
+	res.Machine, res.Start = machine, start
+	return rep.finish(res, o.out)
 }
 
-// strategyMachine is the settings part of the machine record.
-func strategyMachine(runs strategyRuns) map[string]any {
-	extra := map[string]any{}
-	if c := runs.steps; c != nil {
-		extra["steps"] = map[string]any{"model": c.Model, "batch": c.Batch, "image": c.Image, "channels": c.Channels,
-			"classes": c.Classes, "steps": c.Steps, "pairs": c.Pairs}
-	}
-	if c := runs.sync; c != nil {
-		extra["sync"] = map[string]any{"model": c.Model, "image": c.Image, "channels": c.Channels, "classes": c.Classes,
-			"nproc": c.NProc, "warmup": c.Warmup, "iters": c.Iters, "pairs": c.Pairs, "op": "avg"}
-	}
-	return extra
-}
-
-// statsRecord is s in a JSON record; nil when there are no figures.
-func statsRecord(s bench.Stats) map[string]any {
-	if s.N == 0 {
-		return nil
-	}
-	return map[string]any{"median": s.Median, "min": s.Min, "max": s.Max, "n": s.N}
-}
-
-func strategyStepsRecord(s bench.StrategyStepsSummary) map[string]any {
-	return map[string]any{
-		"record": "summary", "measure": measureSteps, "model": s.Model, "params": s.Params, "batch": s.Batch, "steps": s.Steps,
-		"single_ms_per_step": statsRecord(s.Single), "local_ms_per_step": statsRecord(s.Local),
-		"ratio_single_local": statsRecord(s.Ratio), "target": bench.StepsTarget,
-	}
-}
-
-func strategySyncRecord(s bench.StrategySyncSummary) map[string]any {
-	return map[string]any{
-		"record": "summary", "measure": measureSync, "model": s.Model, "nproc": s.NProc, "bytes": s.Bytes, "transport": s.Transport,
-		"sync_busbw_gbps": statsRecord(s.Sync), "allreduce_busbw_gbps": statsRecord(s.AllReduce),
-		"ratio_sync_allreduce": statsRecord(s.Ratio), "target": bench.SyncTarget,
-	}
-}
-
-// runStrategyWorker is one rank of the sync measurement: it joins the job
-// described by the environment, as runBenchWorker does, and runs
-// bench.StrategySyncWorker.
+// runStrategyWorker is one rank of the sync measurement:
+// bench.RunStrategySyncWorker with the flags its parent gives.
 func runStrategyWorker(args []string, stdout, stderr io.Writer) int {
 	const name = "strategy " + strategyWorker
 	var cfg bench.StrategySyncWorkerConfig
@@ -370,22 +228,5 @@ func runStrategyWorker(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "flock bench %s: unexpected argument %q\n", name, fs.Arg(0))
 		return exitUsage
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	env, err := dist.EnvFromOS()
-	if err != nil {
-		fmt.Fprintf(stderr, "flock bench %s: %v\n", name, err)
-		return exitFailure
-	}
-	c, err := dist.Init(ctx, env, dist.InitOptions{})
-	if err != nil {
-		fmt.Fprintf(stderr, "flock bench %s: %v\n", name, err)
-		return exitFailure
-	}
-	defer c.Close()
-	if err := bench.StrategySyncWorker(ctx, c, cfg, stdout); err != nil {
-		fmt.Fprintf(stderr, "flock bench %s: %v\n", name, err)
-		return exitFailure
-	}
-	return exitOK
+	return runWorker(name, stderr, func(ctx context.Context) error { return bench.RunStrategySyncWorker(ctx, cfg, stdout) })
 }
