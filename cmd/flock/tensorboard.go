@@ -103,7 +103,8 @@ func (l *tensorBoardLog) close() error {
 //	       comm/data_parallel_bytes (what data parallel would have sent),
 //	       comm/saving (data parallel's bytes over those sent, once some
 //	       are), comm/layers_per_step and comm/pair_distance (for the
-//	       strategies that measure them)
+//	       strategies that measure them), comm/inner_bytes_sent and
+//	       comm/inner_syncs (the inner level of a two-level run)
 //	eval   eval/loss, eval/accuracy, eval/images_per_s
 //	sync   sync/h (the length of the round it closes), sync/consensus
 //	       (the consensus distance before it)
@@ -142,6 +143,10 @@ func tensorBoardValues(rec train.Record) []tensorboard.Value {
 			}
 			if c.PairDistance > 0 {
 				add("comm/pair_distance", c.PairDistance)
+			}
+			if c.InnerSyncs > 0 {
+				add("comm/inner_bytes_sent", float64(c.InnerSent))
+				add("comm/inner_syncs", float64(c.InnerSyncs))
 			}
 		}
 	case train.KindEval:
