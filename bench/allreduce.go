@@ -610,13 +610,7 @@ type AllReduceResults struct {
 }
 
 // SummaryRecords returns the summaries as JSON records (Record).
-func (r AllReduceResults) SummaryRecords() []any {
-	var recs []any
-	for _, s := range r.Summaries {
-		recs = append(recs, s.Record(r.Config.Peer))
-	}
-	return recs
-}
+func (r AllReduceResults) SummaryRecords() []any { return peerRecords(r.Summaries, r.Config.Peer) }
 
 // WriteTables writes the summaries' Markdown table.
 func (r AllReduceResults) WriteTables(w io.Writer) error {

@@ -436,13 +436,7 @@ type GemmResults struct {
 }
 
 // SummaryRecords returns the summaries as JSON records (Record).
-func (r GemmResults) SummaryRecords() []any {
-	var recs []any
-	for _, s := range r.Summaries {
-		recs = append(recs, s.Record(r.Config.Peer))
-	}
-	return recs
-}
+func (r GemmResults) SummaryRecords() []any { return peerRecords(r.Summaries, r.Config.Peer) }
 
 // WriteTables writes the summaries' Markdown table and then the peaks
 // against which the fractions are read.

@@ -591,13 +591,7 @@ type LoaderResults struct {
 }
 
 // SummaryRecords returns the summaries as JSON records (Record).
-func (r LoaderResults) SummaryRecords() []any {
-	var recs []any
-	for _, s := range r.Summaries {
-		recs = append(recs, s.Record(r.Config.Peer))
-	}
-	return recs
-}
+func (r LoaderResults) SummaryRecords() []any { return peerRecords(r.Summaries, r.Config.Peer) }
 
 // WriteTables writes the summaries' Markdown tables.
 func (r LoaderResults) WriteTables(w io.Writer) error {

@@ -69,6 +69,20 @@ func appendRecords[T any](recs []any, xs []T) []any {
 	return recs
 }
 
+// peerRecorder is a summary that is a record against a peer.
+type peerRecorder interface {
+	Record(peer string) map[string]any
+}
+
+// peerRecords returns each summary's record against peer.
+func peerRecords[S peerRecorder](sums []S, peer string) []any {
+	recs := make([]any, len(sums))
+	for i, s := range sums {
+		recs[i] = s.Record(peer)
+	}
+	return recs
+}
+
 // writeResults writes recs, one JSON value a line, to dir/name_<date>.jsonl
 // and the Markdown report that report writes (given the base name of the
 // records file) to dir/name_<date>.md, the date being start's.
