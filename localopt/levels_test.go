@@ -11,22 +11,7 @@ import (
 )
 
 func twoLevel(kind string, sched localopt.SyncSchedule, nodeSize, innerH int) func(dist.Comm) train.Strategy {
-	return func(c dist.Comm) train.Strategy {
-		opt := localopt.Options{Schedule: sched, BNBatches: 2, NodeSize: nodeSize, InnerH: innerH}
-		var (
-			s   train.Strategy
-			err error
-		)
-		if kind == "local" {
-			s, err = localopt.NewLocal(c, opt)
-		} else {
-			s, err = localopt.NewDiLoCo(c, opt, localopt.DefaultOuter())
-		}
-		if err != nil {
-			panic(err)
-		}
-		return s
-	}
+	return withOptions(kind, localopt.Options{Schedule: sched, NodeSize: nodeSize, InnerH: innerH})
 }
 
 // TestTwoLevels runs 4 workers in 2 nodes, averaging inside each node

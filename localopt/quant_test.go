@@ -12,9 +12,13 @@ import (
 	"github.com/flockml/flock/train"
 )
 
-func quantized(kind string, sched localopt.SyncSchedule, q train.Quantization) func(dist.Comm) train.Strategy {
+// withOptions makes Local SGD ("local") or DiLoCo with the default outer
+// optimizer over opt.
+func withOptions(kind string, opt localopt.Options) func(dist.Comm) train.Strategy {
 	return func(c dist.Comm) train.Strategy {
-		opt := localopt.Options{Schedule: sched, BNBatches: 2, Quantization: q}
+		if opt.BNBatches == 0 {
+			opt.BNBatches = 2
+		}
 		var (
 			s   train.Strategy
 			err error
@@ -29,6 +33,10 @@ func quantized(kind string, sched localopt.SyncSchedule, q train.Quantization) f
 		}
 		return s
 	}
+}
+
+func quantized(kind string, sched localopt.SyncSchedule, q train.Quantization) func(dist.Comm) train.Strategy {
+	return withOptions(kind, localopt.Options{Schedule: sched, Quantization: q})
 }
 
 // TestQuantizedSync runs Local SGD and DiLoCo with 8- and 4-bit
