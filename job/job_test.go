@@ -93,30 +93,39 @@ func TestRun(t *testing.T) {
 	}
 }
 
-// failing fails rank 1's third step.
-type failing struct{ train.Strategy }
+// failing runs fault at rank 1's third step.
+type failing struct {
+	train.Strategy
+	fault func() error
+}
 
 var errBroken = errors.New("broken on purpose")
 
 func (f failing) AfterStep(s *train.StepContext) error {
 	if s.Step == 2 {
-		return errBroken
+		return f.fault()
 	}
 	return f.Strategy.AfterStep(s)
+}
+
+// runFailing runs a two-worker data-parallel job whose rank 1 meets fault
+// at its third step.
+func runFailing(fault func() error) (job.Result, error) {
+	s := spec(config("dp"), 2)
+	build := s.Build
+	s.Build = func(cfg train.Config, withTest bool, opts train.Options) (*train.Trainer, func(), error) {
+		if opts.Rank == 1 {
+			opts.Strategy = failing{opts.Strategy, fault}
+		}
+		return build(cfg, withTest, opts)
+	}
+	return job.Run(context.Background(), s)
 }
 
 // TestRunFailure checks that a worker's failure stops the others and is
 // returned, naming its rank, as the job's error.
 func TestRunFailure(t *testing.T) {
-	s := spec(config("dp"), 2)
-	build := s.Build
-	s.Build = func(cfg train.Config, withTest bool, opts train.Options) (*train.Trainer, func(), error) {
-		if opts.Rank == 1 {
-			opts.Strategy = failing{opts.Strategy}
-		}
-		return build(cfg, withTest, opts)
-	}
-	res, err := job.Run(context.Background(), s)
+	res, err := runFailing(func() error { return errBroken })
 	var we *job.WorkerError
 	if !errors.As(err, &we) || we.Rank != 1 || !errors.Is(err, errBroken) || !strings.Contains(err.Error(), "rank 1 of 2") {
 		t.Errorf("error %v: want rank 1's failure", err)
@@ -126,29 +135,13 @@ func TestRunFailure(t *testing.T) {
 	}
 }
 
-// oom runs out of device memory at rank 1's third step, as the tensor
-// layer reports it: a panic with an error.
-type oom struct{ train.Strategy }
-
-func (o oom) AfterStep(s *train.StepContext) error {
-	if s.Step == 2 {
-		panic(fmt.Errorf("tensor: add(float32[1024 1024]@cuda:0): allocating 4.0 MiB, 139.0 GiB allocated already, 0 B free of 139.0 GiB: %w", backend.ErrOutOfMemory))
-	}
-	return o.Strategy.AfterStep(s)
-}
-
-// TestRunOutOfMemory: a worker that runs out of device memory ends the
-// job with an error naming its rank and the allocation, not a panic.
+// TestRunOutOfMemory: a worker that runs out of device memory (which the
+// tensor layer reports by a panic with an error) ends the job with an
+// error naming its rank and the allocation, not a panic.
 func TestRunOutOfMemory(t *testing.T) {
-	s := spec(config("dp"), 2)
-	build := s.Build
-	s.Build = func(cfg train.Config, withTest bool, opts train.Options) (*train.Trainer, func(), error) {
-		if opts.Rank == 1 {
-			opts.Strategy = oom{opts.Strategy}
-		}
-		return build(cfg, withTest, opts)
-	}
-	_, err := job.Run(context.Background(), s)
+	_, err := runFailing(func() error {
+		panic(fmt.Errorf("tensor: add(float32[1024 1024]@cuda:0): allocating 4.0 MiB, 139.0 GiB allocated already, 0 B free of 139.0 GiB: %w", backend.ErrOutOfMemory))
+	})
 	var we *job.WorkerError
 	if !errors.As(err, &we) || we.Rank != 1 || !errors.Is(err, backend.ErrOutOfMemory) || !strings.Contains(err.Error(), "allocating 4.0 MiB") {
 		t.Errorf("error %v: want rank 1's out of memory, naming the allocation", err)
