@@ -151,19 +151,16 @@ func foreignSettings(fs *flag.FlagSet, name string) error {
 		return names
 	}
 	mine := flagsOf(k.Settings())
+	users := map[string][]string{} // flag → the strategies that read it
+	for _, other := range train.StrategyKinds() {
+		for name := range flagsOf(other.Settings()) {
+			users[name] = append(users[name], other.Name)
+		}
+	}
 	var err error
 	fs.Visit(func(f *flag.Flag) {
-		if mine[f.Name] || err != nil {
-			return
-		}
-		var users []string
-		for _, other := range train.StrategyKinds() {
-			if flagsOf(other.Settings())[f.Name] {
-				users = append(users, other.Name)
-			}
-		}
-		if len(users) > 0 {
-			err = fmt.Errorf("--%s is a setting of %s, not of --strategy %s", f.Name, strings.Join(users, ", "), name)
+		if u := users[f.Name]; err == nil && !mine[f.Name] && len(u) > 0 {
+			err = fmt.Errorf("--%s is a setting of %s, not of --strategy %s", f.Name, strings.Join(u, ", "), name)
 		}
 	})
 	return err
