@@ -15,10 +15,10 @@ import (
 // withOptions makes Local SGD ("local") or DiLoCo with the default outer
 // optimizer over opt.
 func withOptions(kind string, opt localopt.Options) func(dist.Comm) train.Strategy {
+	if opt.BNBatches == 0 {
+		opt.BNBatches = 2
+	}
 	return func(c dist.Comm) train.Strategy {
-		if opt.BNBatches == 0 {
-			opt.BNBatches = 2
-		}
 		var (
 			s   train.Strategy
 			err error
