@@ -62,6 +62,21 @@ func (m *Images) Head(n int) *Images {
 	return &h
 }
 
+// Tail returns the last n images of m (all of them when n ≥ m.N), sharing
+// storage with m.
+func (m *Images) Tail(n int) *Images {
+	if n < 0 {
+		panic(fmt.Sprintf("dataset: Tail(%d): want n ≥ 0", n))
+	}
+	n = min(n, m.N)
+	sz := m.H * m.W * m.C
+	t := *m
+	t.N = n
+	t.Pixels = m.Pixels[(m.N-n)*sz : m.N*sz : m.N*sz]
+	t.Labels = m.Labels[m.N-n : m.N : m.N]
+	return &t
+}
+
 // NewImagesFromIDX builds single-channel Images from an IDX array of uint8
 // images [N, H, W] and an IDX array of uint8 labels [N], each label below
 // len(classes).

@@ -68,9 +68,12 @@ type Record struct {
 	// EvalTime is the part of Wall spent evaluating on the test set.
 	EvalTime float64 `json:"eval_s"`
 	// TestAcc is the final test accuracy; Curve the test accuracy after
-	// each epoch.
-	TestAcc float64    `json:"test_acc"`
-	Curve   []EpochAcc `json:"curve"`
+	// each evaluated epoch. For a run with ValImages both measure the
+	// validation set, the last ValImages images of the training set,
+	// which the run held out.
+	TestAcc   float64    `json:"test_acc"`
+	Curve     []EpochAcc `json:"curve"`
+	ValImages int        `json:"val_images,omitempty"`
 	// H is the length of each round of a local-update strategy, by the
 	// step that closed it.
 	H    []RoundH        `json:"h,omitempty"`
@@ -295,7 +298,12 @@ func (g *Grid) train(ctx context.Context, r Run) (Record, error) {
 		return Record{}, err
 	}
 	rec := Record{Record: "run", ID: r.ID, Strategy: r.Strategy, Label: r.Label, Seed: r.Seed, Args: r.Args,
-		Model: cfg.Model, Workers: set.Workers, Jobs: g.Jobs, Cores: runtime.GOMAXPROCS(0), Params: params, Kind: cfg.Strategy.Name}
+		Model: cfg.Model, Workers: set.Workers, Jobs: g.Jobs, Cores: runtime.GOMAXPROCS(0), Params: params, Kind: cfg.Strategy.Name,
+		ValImages: cfg.ValImages}
+	evalImages := g.TestImages
+	if cfg.ValImages > 0 {
+		evalImages = cfg.ValImages
+	}
 	pat := train.PatternOf(cfg.Strategy)
 	rec.Pattern, rec.Topology, rec.NodeSize = pat.Kind, pat.Graph, pat.NodeSize
 	spec := job.Spec{
@@ -306,7 +314,7 @@ func (g *Grid) train(ctx context.Context, r Run) (Record, error) {
 			case train.KindEval:
 				rec.Curve = append(rec.Curve, EpochAcc{v.Epoch, v.Acc})
 				if v.ImagesPerSec > 0 {
-					rec.EvalTime += float64(g.TestImages) / v.ImagesPerSec
+					rec.EvalTime += float64(evalImages) / v.ImagesPerSec
 				}
 			case train.KindSync:
 				if v.H > 0 {

@@ -66,6 +66,12 @@ type Config struct {
 	// TrainImages trains on the first TrainImages images of the training
 	// set only (0: all of them), for short experiments with large models.
 	TrainImages int `json:"train_images,omitempty"`
+	// ValImages holds out the last ValImages images of the training set
+	// as a validation set: the run trains on the others (the first
+	// TrainImages of them when that is set) and evaluates on the held-out
+	// ones instead of the test set, so that hyperparameters are chosen
+	// without looking at the test set (0: no validation set).
+	ValImages int `json:"val_images,omitempty"`
 	// Device names where the model, its optimizer state and the batches
 	// live ("cpu", "cuda", "cuda:N": a backend's name); empty means the
 	// default device (tensor.DefaultDevice).
@@ -159,6 +165,8 @@ func (c Config) validateRun() error {
 		return bad("eval batch size %d: want ≥ 0", c.EvalBatchSize)
 	case c.TrainImages < 0:
 		return bad("train images %d: want ≥ 0 (0: all)", c.TrainImages)
+	case c.ValImages < 0:
+		return bad("validation images %d: want ≥ 0 (0: none)", c.ValImages)
 	}
 	return c.Strategy.Validate()
 }
@@ -181,9 +189,9 @@ func (c Config) modelConfig(ch, h, w, k int) (models.Config, error) {
 	return models.Config{InChannels: ch, Height: h, Width: w, NumClasses: k, Stem: stem}, err
 }
 
-// schedule returns the learning-rate schedule of c for a run of
-// stepsPerEpoch·Epochs steps.
-func (c Config) schedule(stepsPerEpoch int) (optim.Schedule, error) {
+// LRSchedule returns the learning-rate schedule of c for a run of
+// stepsPerEpoch·Epochs steps: the one its Trainer follows.
+func (c Config) LRSchedule(stepsPerEpoch int) (optim.Schedule, error) {
 	decay, err := optim.ParseDecay(c.Schedule)
 	if err != nil {
 		return optim.Schedule{}, err
@@ -240,8 +248,12 @@ func (c Config) StepsPerEpoch(n, world int) int {
 }
 
 // TrainImagesOf returns the number of images a run of c trains on, of a
-// training set of n: the first TrainImages when that is set and smaller.
+// training set of n: those ValImages leaves, and of them the first
+// TrainImages when that is set and smaller.
 func (c Config) TrainImagesOf(n int) int {
+	if c.ValImages > 0 {
+		n = max(n-c.ValImages, 0)
+	}
 	if c.TrainImages > 0 && c.TrainImages < n {
 		return c.TrainImages
 	}

@@ -108,7 +108,7 @@ func NewWithData(cfg Config, trainData, testData Data, opts Options) (*Trainer, 
 	if trainData.BatchesPerEpoch() == 0 {
 		return nil, fmt.Errorf("train: the training set gives no batch (%d images)", trainData.Len())
 	}
-	sched, err := cfg.schedule(trainData.BatchesPerEpoch())
+	sched, err := cfg.LRSchedule(trainData.BatchesPerEpoch())
 	if err != nil {
 		return nil, err
 	}

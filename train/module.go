@@ -40,7 +40,7 @@ func NewModule(cfg Config, model nn.Layer, task Task, trainData, testData Batche
 			return nil, err
 		}
 	}
-	sched, err := cfg.schedule(trainData.BatchesPerEpoch())
+	sched, err := cfg.LRSchedule(trainData.BatchesPerEpoch())
 	if err != nil {
 		return nil, err
 	}

@@ -103,8 +103,9 @@ type Trainer struct {
 
 // New builds the model, optimizer, schedule and data loaders that cfg
 // describes, for the images of trainSet; testSet (which may be nil) is used
-// for evaluation. The model's input and number of classes come from the
-// data.
+// for evaluation. With Config.ValImages the evaluation is on the images
+// held out of trainSet instead, and testSet only says whether to evaluate.
+// The model's input and number of classes come from the data.
 func New(cfg Config, trainSet, testSet *dataset.Images, opts Options) (*Trainer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -115,6 +116,16 @@ func New(cfg Config, trainSet, testSet *dataset.Images, opts Options) (*Trainer,
 	if testSet != nil && (testSet.C != trainSet.C || testSet.H != trainSet.H || testSet.W != trainSet.W || len(testSet.Classes) != len(trainSet.Classes)) {
 		return nil, fmt.Errorf("train: test images %d×%d×%d in %d classes differ from training images %d×%d×%d in %d classes",
 			testSet.C, testSet.H, testSet.W, len(testSet.Classes), trainSet.C, trainSet.H, trainSet.W, len(trainSet.Classes))
+	}
+	if cfg.ValImages > 0 {
+		if cfg.ValImages >= trainSet.N {
+			return nil, fmt.Errorf("train: %d validation images held out of %d training images leave none to train on", cfg.ValImages, trainSet.N)
+		}
+		val := trainSet.Tail(cfg.ValImages)
+		trainSet = trainSet.Head(trainSet.N - cfg.ValImages)
+		if testSet != nil {
+			testSet = val
+		}
 	}
 	if cfg.TrainImages > 0 && cfg.TrainImages < trainSet.N {
 		trainSet = trainSet.Head(cfg.TrainImages)

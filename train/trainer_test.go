@@ -687,6 +687,43 @@ func TestTrainImages(t *testing.T) {
 	}
 }
 
+// TestValImages checks that a run holding out validation images trains on
+// the others and evaluates on those held out: it is the run of the head
+// of the training set evaluated on its tail.
+func TestValImages(t *testing.T) {
+	trainSet, testSet := synthetic(96, 3, 1), synthetic(40, 3, 2)
+	cfg := tinyConfig()
+	cfg.ValImages = 32
+	if got := cfg.TrainImagesOf(trainSet.N); got != 64 {
+		t.Errorf("TrainImagesOf(96) with 32 held out: %d, want 64", got)
+	}
+	run := func(cfg train.Config, trainSet, testSet *dataset.Images) (loss, acc float64, steps int) {
+		tr, err := train.New(cfg, trainSet, testSet, train.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tr.Close()
+		if _, err := tr.RunUntil(context.Background(), 5); err != nil {
+			t.Fatal(err)
+		}
+		loss, acc = tr.Evaluate()
+		return loss, acc, tr.StepsPerEpoch()
+	}
+	loss, acc, steps := run(cfg, trainSet, testSet)
+	ref := tinyConfig()
+	wantLoss, wantAcc, wantSteps := run(ref, trainSet.Head(64), trainSet.Tail(32))
+	if loss != wantLoss || acc != wantAcc || steps != wantSteps || steps != 4 {
+		t.Errorf("held out: loss %v acc %v, %d steps per epoch; head trained, tail evaluated: %v %v, %d (want 4)", loss, acc, steps, wantLoss, wantAcc, wantSteps)
+	}
+	if testLoss, _, _ := run(ref, trainSet.Head(64), testSet); testLoss == loss {
+		t.Errorf("the run evaluated on the test set (loss %v)", loss)
+	}
+	cfg.ValImages = 96
+	if _, err := train.New(cfg, trainSet, testSet, train.Options{}); err == nil || !strings.Contains(err.Error(), "validation") {
+		t.Errorf("all images held out: err %v, want one naming the validation images", err)
+	}
+}
+
 // TestDiverged runs with a learning rate that makes the loss NaN after the
 // first step:
 // by default the run stops with ErrDiverged after

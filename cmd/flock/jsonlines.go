@@ -132,10 +132,12 @@ type runRecordJSON struct {
 	Pattern  train.CommPattern `json:"comm_pattern"`
 	// Data names the data set (a file, or Fashion-MNIST and whether its
 	// embedded subset); TrainImages and TestImages count what the run
-	// trains on and evaluates on.
+	// trains on and evaluates on, ValImages the images held out of the
+	// training set that it evaluates on instead of a test set.
 	Data        string `json:"data,omitempty"`
 	TrainImages int    `json:"train_images,omitempty"`
 	TestImages  int    `json:"test_images,omitempty"`
+	ValImages   int    `json:"val_images,omitempty"`
 }
 
 func newRunRecord(cfg train.Config, world int, device, strategy string) runRecordJSON {

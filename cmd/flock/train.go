@@ -98,6 +98,7 @@ func trainFlags(cfg *train.Config, o *trainOptions) *flag.FlagSet {
 	})
 	fs.IntVar(&o.threads, "threads", o.threads, fmt.Sprintf("worker threads, GOMAXPROCS (0: all %d cores)", runtime.NumCPU()))
 	fs.IntVar(&cfg.TrainImages, "train-images", cfg.TrainImages, "train on the first `N` training images only (0: all)")
+	fs.IntVar(&cfg.ValImages, "val-images", cfg.ValImages, "hold out the last `N` training images as a validation set, evaluated instead of the test set (for choosing hyperparameters; 0: none)")
 	fs.IntVar(&o.stopAfter, "stop-after", o.stopAfter, "stop after `STEP` steps of the run (the schedule still spans --epochs), writing the checkpoint to continue from with --resume (0: run to the end)")
 	fs.IntVar(&o.divergedSteps, "diverged-steps", o.divergedSteps, "stop with an error once the training loss has been NaN or infinite for `N` steps in a row (0: keep going)")
 	fs.DurationVar(&o.timeout, "timeout", o.timeout, "in a job of several processes (flock run, torchrun, SLURM): how long rank 0 waits for the others to join and a silent peer may take before the run fails, a `DURATION` such as 90s or 10m (default: $"+dist.TimeoutEnv+", else "+strings.TrimSuffix(dist.DefaultTimeout.String(), "0s")+")")
@@ -431,6 +432,9 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	defer sets.close()
+	if sets.streamed() && cfg.ValImages > 0 {
+		return usageError(stderr, "--val-images holds out images of Fashion-MNIST, not of a .beton file (give a validation file as --test-data)")
+	}
 
 	var comms []dist.Comm
 	switch {
@@ -589,26 +593,37 @@ type reporter struct {
 	workers int
 	// strategy names how the workers cooperate.
 	strategy string
+	// evalSet names what evaluations measure: "test", or "validation".
+	evalSet string
 }
 
 func newReporter(w io.Writer, jsonOut, terminal bool) *reporter {
-	return &reporter{w: w, json: jsonOut, terminal: terminal && !jsonOut, workers: 1}
+	return &reporter{w: w, json: jsonOut, terminal: terminal && !jsonOut, workers: 1, evalSet: "test"}
 }
 
 func (r *reporter) start(t *train.Trainer, sets *trainSets, o trainOptions) {
 	cfg := t.Config()
+	if cfg.ValImages > 0 {
+		r.evalSet = "validation"
+	}
 	if r.json {
 		rec := newRunRecord(cfg, r.workers, o.device, r.strategy)
 		rec.Data = sets.name()
 		rec.TrainImages, rec.TestImages = sets.counts()
 		rec.TrainImages = cfg.TrainImagesOf(rec.TrainImages)
+		if cfg.ValImages > 0 {
+			rec.TestImages, rec.ValImages = 0, cfg.ValImages
+		}
 		writeJSONLine(r.w, rec)
 		return
 	}
 	data := sets.name()
 	trainN, testN := sets.counts()
-	fmt.Fprintf(r.w, "flock train: %s (%d parameters) on %s, %d training / %d test images\n",
-		cfg.Model, nn.NumParameters(t.Model()), data, cfg.TrainImagesOf(trainN), testN)
+	if cfg.ValImages > 0 {
+		testN = cfg.ValImages
+	}
+	fmt.Fprintf(r.w, "flock train: %s (%d parameters) on %s, %d training / %d %s images\n",
+		cfg.Model, nn.NumParameters(t.Model()), data, cfg.TrainImagesOf(trainN), testN, r.evalSet)
 	opt := cfg.Optimizer
 	if cfg.Optimizer != "adamw" {
 		opt += fmt.Sprintf(" momentum %g", cfg.Momentum)
@@ -717,11 +732,11 @@ func (r *reporter) finish(s train.Summary) {
 	fmt.Fprintf(tw, "waiting on data\t%s per step\n", s.DataWait.Round(10*time.Microsecond))
 	fmt.Fprintf(tw, "final train loss\t%.4f\n", s.TrainLoss)
 	if s.Evaluated {
-		fmt.Fprintf(tw, "test loss\t%.4f\n", s.TestLoss)
-		fmt.Fprintf(tw, "test accuracy\t%.2f%%\n", 100*s.TestAcc)
+		fmt.Fprintf(tw, "%s loss\t%.4f\n", r.evalSet, s.TestLoss)
+		fmt.Fprintf(tw, "%s accuracy\t%.2f%%\n", r.evalSet, 100*s.TestAcc)
 	} else {
-		fmt.Fprintf(tw, "test loss\t-\n")
-		fmt.Fprintf(tw, "test accuracy\t-\n")
+		fmt.Fprintf(tw, "%s loss\t-\n", r.evalSet)
+		fmt.Fprintf(tw, "%s accuracy\t-\n", r.evalSet)
 	}
 	if c := s.Comm; c != nil {
 		fmt.Fprintf(tw, "synchronizations\t%d (%d collectives)\n", c.Syncs, c.Collectives)
