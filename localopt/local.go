@@ -50,6 +50,11 @@ type Options struct {
 	// HierarchicalModelAverager, with QSR at the outer level). 0: one
 	// level.
 	NodeSize, InnerH int
+	// Fragments cuts Local's synchronizations into that many fragments,
+	// synchronized at staggered steps of each round, and Overlap lets
+	// each run behind that many local steps (see stream.go): streaming
+	// synchronization. Neither: the whole model at the round's end.
+	Fragments, Overlap int
 }
 
 // Local is Local SGD — Local AdamW, Local LARS with those inner optimizers
@@ -134,6 +139,9 @@ func (l *Local) Setup(s *train.StepContext) error {
 	if err := l.layout(); err != nil {
 		return err
 	}
+	if l.stream != nil {
+		return l.streamSetup()
+	}
 	if !l.quant.On() {
 		return nil
 	}
@@ -160,6 +168,9 @@ func (l *Local) AfterBackward(*train.StepContext) error { return nil }
 // AfterStep implements train.Strategy: at the end of a round it averages
 // the parameters (and the chosen optimizer state) and chooses the next H.
 func (l *Local) AfterStep(s *train.StepContext) error {
+	if l.stream != nil {
+		return l.streamStep(s)
+	}
 	done, err := l.step(s)
 	if err != nil {
 		return err
@@ -185,11 +196,19 @@ func (l *Local) AfterStep(s *train.StepContext) error {
 // State implements train.Stateful: the round, the accounting and, under
 // quantization, the reference and the residual.
 func (l *Local) State() (map[string]*tensor.Tensor, map[string]string) {
+	if l.stream != nil {
+		// The accounting must hold the all-reduce in flight.
+		_ = l.wait()
+	}
 	ts := l.quantState()
 	if l.ref != nil {
 		ts["sync.ref"] = l.ref.Clone()
 	}
-	return ts, l.scalars()
+	sc := l.scalars()
+	if l.stream != nil {
+		l.streamState(ts, sc)
+	}
+	return ts, sc
 }
 
 // LoadState implements train.Stateful. It runs before Setup.
@@ -198,6 +217,9 @@ func (l *Local) LoadState(ts map[string]*tensor.Tensor, sc map[string]string) er
 		return err
 	}
 	ts, err := l.loadQuantState(ts)
+	if err == nil {
+		ts, err = l.loadStreamState(ts, sc)
+	}
 	if err != nil {
 		return err
 	}
@@ -217,6 +239,7 @@ func (l *Local) LoadState(ts map[string]*tensor.Tensor, sc map[string]string) er
 // Close frees the strategy's buffers; the Comm stays open, owned by the
 // caller.
 func (l *Local) Close() {
+	l.streamClose()
 	l.release()
 	for _, t := range []*tensor.Tensor{l.ref, l.loadRef} {
 		if t != nil {
@@ -271,6 +294,9 @@ type core struct {
 	nodeComm         dist.Comm
 	node             *dist.Meter
 
+	// stream is Local's streaming synchronization (nil: whole).
+	stream *stream
+
 	// ref holds Local's parameters (and averaged state) of the last
 	// synchronization under quantization, which averages the change
 	// since then; loadRef is a checkpoint's, until Setup.
@@ -301,8 +327,12 @@ func newCore(c dist.Comm, opt Options, kind string) (core, error) {
 	case opt.NodeSize > 0 && c.Size()%opt.NodeSize != 0:
 		return core{}, fmt.Errorf("%s: %d workers do not split into nodes of %d", kind, c.Size(), opt.NodeSize)
 	}
+	st, err := newStream(opt, kind)
+	if err != nil {
+		return core{}, err
+	}
 	return core{CommAccount: train.NewCommAccount(c, opt.Context, kind), kind: kind, sched: opt.Schedule, bnN: opt.BNBatches, optName: opt.Optimizer,
-		quant: opt.Quantization, nodeSize: opt.NodeSize, innerH: opt.InnerH}, nil
+		quant: opt.Quantization, nodeSize: opt.NodeSize, innerH: opt.InnerH, stream: st}, nil
 }
 
 // Period returns the current round's start and H.
@@ -322,6 +352,9 @@ func (c *core) describe() string {
 		if c.quant.ErrorFeedback {
 			q += " with error feedback"
 		}
+	}
+	if c.stream != nil {
+		q += ", streamed in " + c.stream.String()
 	}
 	if p, ok := c.sched.(Constant); ok && p.H == 1 {
 		return opt + " with H = 1" + q
@@ -556,6 +589,13 @@ func (c *core) synchronize(s *train.StepContext) (float64, error) {
 // Options.BNBatches training micro-batches and averaged across the
 // workers (train.CommAccount.AverageForEval).
 func (c *core) BeforeEval(s *train.StepContext) (func() error, error) {
+	if c.stream != nil {
+		// The all-reduce in flight must end before the evaluation's
+		// collectives; its merge stays where the run puts it.
+		if err := c.wait(); err != nil {
+			return nil, fmt.Errorf("%s: %w", c.kind, err)
+		}
+	}
 	restore, err := c.AverageForEval(s, c.fp, train.EvalAverage{Params: !c.synced, BNBatches: c.bnN, BN: true})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.kind, err)

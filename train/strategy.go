@@ -233,6 +233,23 @@ type CommStats struct {
 	InnerSent    int64   `json:"inner_bytes_sent,omitempty"`
 	InnerSyncs   int64   `json:"inner_syncs,omitempty"`
 	InnerBlocked float64 `json:"inner_blocked_s,omitempty"`
+	// SyncSeconds and SyncWaited time the synchronizations that run
+	// behind local steps (streaming Local SGD): the seconds from each
+	// launch to the end of its all-reduce, summed, and the part of them
+	// the training loop waited for at merges (within Blocked). The rest
+	// was hidden behind compute.
+	SyncSeconds float64 `json:"sync_s,omitempty"`
+	SyncWaited  float64 `json:"sync_waited_s,omitempty"`
+}
+
+// Hidden returns the share of the in-flight time of streamed
+// synchronizations that overlapped compute: 1 − SyncWaited/SyncSeconds
+// (0 when none ran).
+func (c CommStats) Hidden() float64 {
+	if c.SyncSeconds <= 0 {
+		return 0
+	}
+	return max(0, 1-c.SyncWaited/c.SyncSeconds)
 }
 
 // Saving returns how many times fewer bytes training sent than data

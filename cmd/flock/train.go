@@ -742,6 +742,9 @@ func (r *reporter) finish(s train.Summary) {
 		fmt.Fprintf(tw, "synchronizations\t%d (%d collectives)\n", c.Syncs, c.Collectives)
 		fmt.Fprintf(tw, "sent per worker\t%s (data parallel: %s)\n", term.Bytes(c.Sent), term.Bytes(c.DataParallelBytes))
 		fmt.Fprintf(tw, "waiting on communication\t%s\n", (time.Duration(c.Blocked * float64(time.Second))).Round(10*time.Millisecond))
+		if c.SyncSeconds > 0 {
+			fmt.Fprintf(tw, "synchronization behind compute\t%.0f%% of %s in flight\n", 100*c.Hidden(), (time.Duration(c.SyncSeconds * float64(time.Second))).Round(10*time.Millisecond))
+		}
 		if c.LayersPerStep > 0 {
 			fmt.Fprintf(tw, "layers computed per step\t%.1f\n", c.LayersPerStep)
 		}
