@@ -41,11 +41,15 @@ func initRanks(t *testing.T, envs []Env, timeout time.Duration) ([]Comm, []error
 	}
 	wg.Wait()
 	t.Cleanup(func() {
+		// Together, as the ranks of a job close: a closing rank waits
+		// for its peers to close too.
+		var wg sync.WaitGroup
 		for _, c := range comms {
 			if c != nil {
-				c.Close()
+				wg.Go(func() { c.Close() })
 			}
 		}
+		wg.Wait()
 	})
 	return comms, errs
 }

@@ -217,9 +217,11 @@ func TestSHMNoFilesLeft(t *testing.T) {
 			t.Fatalf("rank %d: %v", r, err)
 		}
 	}
+	var wg sync.WaitGroup
 	for _, c := range comms {
-		c.Close()
+		wg.Go(func() { c.Close() })
 	}
+	wg.Wait()
 	if f := shmFiles(t, os.Getpid()); len(f) > 0 {
 		t.Errorf("files left after Close: %v", f)
 	}

@@ -334,7 +334,10 @@ type tcpWorld struct {
 // OpError naming rank. Each peer gets a bye frame naming the rank to blame
 // (so that a failure seen first here is not blamed on this rank), then the
 // connections close.
-func (w *tcpWorld) fail(rank int, err error) {
+func (w *tcpWorld) fail(rank int, err error) { w.failAs(rank, err, true) }
+
+// failAs is fail, logging the failure only when warn is set.
+func (w *tcpWorld) failAs(rank int, err error, warn bool) {
 	w.failOnce.Do(func() {
 		w.failRank, w.failErr = rank, err
 		bye := tcpHeader{typ: tcpBye, op: tcpByeFailed, tag: int64(rank)}
@@ -350,7 +353,7 @@ func (w *tcpWorld) fail(rank int, err error) {
 		if w.shm != nil {
 			w.shm.wakeAll()
 		}
-		if rank >= 0 {
+		if rank >= 0 && warn {
 			w.log.Warn("dist: tcp: communicator failed", "peer", rank, "err", err)
 		}
 		w.io.Add(1)
@@ -417,6 +420,10 @@ type tcpPeer struct {
 	byeq   chan tcpHeader // capacity 1: the bye written once the world fails
 	wdone  chan struct{}  // closed when the writer has exited
 	rdone  chan struct{}  // closed when the reader has exited
+	// closing is closed when the peer said it is closing (tcpClosing):
+	// its bye is then the end of a job, not a failure.
+	closing     chan struct{}
+	closingOnce sync.Once
 
 	mu    sync.Mutex
 	lanes map[uint32]*tcpLane
@@ -433,7 +440,8 @@ type tcpPeer struct {
 
 func newTCPPeer(w *tcpWorld, rank int, conn net.Conn) *tcpPeer {
 	return &tcpPeer{w: w, rank: rank, conn: conn, notify: make(chan struct{}, 1), lanes: map[uint32]*tcpLane{},
-		byeq: make(chan tcpHeader, 1), wdone: make(chan struct{}), rdone: make(chan struct{}), earlyMax: tcpEarlyMax, room: make(chan struct{}, 1)}
+		byeq: make(chan tcpHeader, 1), wdone: make(chan struct{}), rdone: make(chan struct{}), earlyMax: tcpEarlyMax, room: make(chan struct{}, 1),
+		closing: make(chan struct{})}
 }
 
 // tcpLane holds, for one communicator and one peer, the receives posted by
@@ -648,6 +656,8 @@ func (p *tcpPeer) readLoop() {
 		}
 		switch h.typ {
 		case tcpPing:
+		case tcpClosing:
+			p.closingOnce.Do(func() { close(p.closing) })
 		case tcpBye:
 			p.bye(h)
 			return
@@ -715,6 +725,17 @@ func (p *tcpPeer) bye(h tcpHeader) {
 	}
 	if blame != p.rank {
 		err = fmt.Errorf("%w (reported by rank %d)", err, p.rank)
+	}
+	select {
+	case <-p.closing:
+		if h.op == tcpByeClosed {
+			// The peer finished its part and closed (or learnt that
+			// another did): the end of the job, which this rank
+			// reaches too.
+			p.w.failAs(blame, err, false)
+			return
+		}
+	default:
 	}
 	p.w.fail(blame, err)
 }
@@ -932,7 +953,9 @@ func (p *tcpPeer) writeLoop() {
 	}
 	for {
 		s := p.pop()
-		if s != nil {
+		if s != nil && s.h.typ != tcpClosing {
+			// Once the world is dead only a closing notice still goes
+			// out, before the bye.
 			select {
 			case <-p.w.dead:
 				s = nil
@@ -952,6 +975,16 @@ func (p *tcpPeer) writeLoop() {
 				ping.Reset(idle)
 				continue
 			case <-p.w.dead:
+				// A closing notice queued before the world died still
+				// goes out, ahead of the bye.
+				for q := p.pop(); q != nil; q = p.pop() {
+					if q.h.typ == tcpClosing {
+						h := q.h
+						p.conn.SetWriteDeadline(time.Now().Add(tcpByeGrace))
+						h.put(hb[:])
+						p.conn.Write(hb[:])
+					}
+				}
 				select {
 				case h := <-p.byeq:
 					p.conn.SetWriteDeadline(time.Now().Add(tcpByeGrace))
@@ -1014,4 +1047,51 @@ func (p *tcpPeer) writeFailed(err error) {
 		err = fmt.Errorf("peer stopped reading: %w", errTCPSilent)
 	}
 	p.w.fail(p.rank, err)
+}
+
+// tcpCloseLinger bounds how long a closing rank of a world of three or
+// more waits for its peers to close too: long enough for the others to
+// finish the collective this rank left first (its last messages are a
+// network round or two away), short enough not to delay the report of a
+// rank that closes alone.
+const tcpCloseLinger = 250 * time.Millisecond
+
+// linger is the first half of closing a healthy world of three or more
+// ranks: it tells every peer that this rank is closing and waits, up to
+// tcpCloseLinger, until each has said the same. A rank may leave a
+// collective — a barrier's last round, say — while others still wait for
+// messages of it from ranks that have not yet sent them; were its bye to
+// fail their world at once, they would fail a collective that is about to
+// succeed. Once every peer is closing, none waits for anything. A rank
+// that closes alone (it failed, or stops early) waits the whole linger,
+// then its bye fails the others' world as before. Two ranks need no
+// linger: what a peer sent before its bye still reaches a Recv.
+func (w *tcpWorld) linger() {
+	if w.size < 3 {
+		return
+	}
+	select {
+	case <-w.dead:
+		return
+	default:
+	}
+	for _, p := range w.peers {
+		if p != nil {
+			p.push(&tcpSend{h: tcpHeader{typ: tcpClosing}, done: make(chan error, 1)})
+		}
+	}
+	t := time.NewTimer(tcpCloseLinger)
+	defer t.Stop()
+	for _, p := range w.peers {
+		if p == nil {
+			continue
+		}
+		select {
+		case <-p.closing:
+		case <-w.dead:
+			return
+		case <-t.C:
+			return
+		}
+	}
 }

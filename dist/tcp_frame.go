@@ -48,6 +48,9 @@ const (
 	tcpP2P
 	tcpPing
 	tcpBye
+	// tcpClosing says that the sender has finished every operation and
+	// is closing its communicator: its bye will follow.
+	tcpClosing
 )
 
 // Collective kinds carried in the op field.
@@ -109,7 +112,7 @@ func tcpParseHeader(b []byte) (tcpHeader, error) {
 		return tcpHeader{}, fmt.Errorf("%w: count %d out of range", errTCPFrame, h.count)
 	}
 	switch h.typ {
-	case tcpPing:
+	case tcpPing, tcpClosing:
 		if h.dtype != 0 || h.op != 0 || h.comm != 0 || h.len != 0 || h.tag != 0 || h.count != 0 {
 			return tcpHeader{}, fmt.Errorf("%w: type %d with fields set", errTCPFrame, h.typ)
 		}

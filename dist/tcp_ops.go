@@ -989,6 +989,7 @@ func (c *tcpComm) Close() error {
 	}
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
+		c.w.linger()
 		c.w.fail(-1, ErrClosed)
 		c.w.io.Wait()
 		if c.w.shm != nil {

@@ -68,11 +68,15 @@ func dialWorld(t testing.TB, n int, timeout time.Duration, shm bool, tokens ...[
 	}
 	wg.Wait()
 	t.Cleanup(func() {
+		// Together, as the ranks of a job close: a closing rank waits
+		// for its peers to close too.
+		var wg sync.WaitGroup
 		for _, c := range comms {
 			if c != nil {
-				c.Close()
+				wg.Go(func() { c.Close() })
 			}
 		}
+		wg.Wait()
 	})
 	return comms, errs
 }
