@@ -66,6 +66,7 @@ var strategyGrid = []gridStrategy{
 	{"local-qsr", "Local SGD, QSR (H ∝ η⁻²)", fixed("--strategy", "local", "--sync", "qsr", "--h-base", "2", "--qsr-alpha", sgdAlpha)},
 	{"local-qsr-nodes", "Local SGD, QSR across nodes of 4, H = 1 inside", fixed("--strategy", "local", "--sync", "qsr", "--h-base", "2", "--qsr-alpha", sgdAlpha, "--inner-h", "1", "--node-size", "4")},
 	{"local-qsr-q8", "Local SGD, QSR, 8-bit sync", fixed("--strategy", "local", "--sync", "qsr", "--h-base", "2", "--qsr-alpha", sgdAlpha, "--sync-bits", "8", "--error-feedback")},
+	{"local-qsr-stream", "Local SGD, QSR, 4 fragments, overlap 1", fixed("--strategy", "local", "--sync", "qsr", "--h-base", "2", "--qsr-alpha", sgdAlpha, "--fragments", "4", "--overlap", "1")},
 	{"local-power3", "Local SGD, H ∝ η⁻³", fixed("--strategy", "local", "--sync", "power", "--power-gamma", "3", "--h-base", "2", "--qsr-alpha", sgdAlpha)},
 	{"adamw-qsr", "Local AdamW, QSR", fixed("--strategy", "local", "--optimizer", "adamw", "--lr", adamwLR, "--weight-decay", "0.05", "--sync", "qsr", "--h-base", "2", "--qsr-alpha", adamwAlpha)},
 	{"diloco", "DiLoCo, H = 8", fixed("--strategy", "diloco", "--optimizer", "adamw", "--lr", adamwLR, "--weight-decay", "0.05", "--sync", "constant", "--h", "8")},
