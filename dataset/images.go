@@ -53,13 +53,7 @@ func (m *Images) Head(n int) *Images {
 	if n < 0 {
 		panic(fmt.Sprintf("dataset: Head(%d): want n ≥ 0", n))
 	}
-	n = min(n, m.N)
-	sz := m.H * m.W * m.C
-	h := *m
-	h.N = n
-	h.Pixels = m.Pixels[: n*sz : n*sz]
-	h.Labels = m.Labels[:n:n]
-	return &h
+	return m.span(0, min(n, m.N))
 }
 
 // Tail returns the last n images of m (all of them when n ≥ m.N), sharing
@@ -68,13 +62,18 @@ func (m *Images) Tail(n int) *Images {
 	if n < 0 {
 		panic(fmt.Sprintf("dataset: Tail(%d): want n ≥ 0", n))
 	}
-	n = min(n, m.N)
+	return m.span(m.N-min(n, m.N), m.N)
+}
+
+// span returns images [lo, hi) of m, sharing storage with m; appending to
+// its slices never writes into m.
+func (m *Images) span(lo, hi int) *Images {
 	sz := m.H * m.W * m.C
-	t := *m
-	t.N = n
-	t.Pixels = m.Pixels[(m.N-n)*sz : m.N*sz : m.N*sz]
-	t.Labels = m.Labels[m.N-n : m.N : m.N]
-	return &t
+	s := *m
+	s.N = hi - lo
+	s.Pixels = m.Pixels[lo*sz : hi*sz : hi*sz]
+	s.Labels = m.Labels[lo:hi:hi]
+	return &s
 }
 
 // NewImagesFromIDX builds single-channel Images from an IDX array of uint8

@@ -74,6 +74,10 @@ type Record struct {
 	TestAcc   float64    `json:"test_acc"`
 	Curve     []EpochAcc `json:"curve"`
 	ValImages int        `json:"val_images,omitempty"`
+	// Diverged marks a run of a grid with KeepDiverged that stopped
+	// because its training loss diverged: it has no accuracy (0) and
+	// no summary.
+	Diverged bool `json:"diverged,omitempty"`
 	// H is the length of each round of a local-update strategy, by the
 	// step that closed it.
 	H    []RoundH        `json:"h,omitempty"`
@@ -188,6 +192,10 @@ type Grid struct {
 	TestImages    int
 	// Progress shows how far the grid is (nothing when nil).
 	Progress *Progress
+	// KeepDiverged records a run whose training loss diverged
+	// (train.ErrDiverged) as a result, with Record.Diverged, instead of
+	// failing it: a learning rate too large is what tuning looks for.
+	KeepDiverged bool
 
 	mu sync.Mutex
 }
@@ -327,6 +335,10 @@ func (g *Grid) train(ctx context.Context, r Run) (Record, error) {
 	switch {
 	case ctx.Err() != nil:
 		return Record{}, ctx.Err()
+	case err != nil && g.KeepDiverged && errors.Is(err, train.ErrDiverged):
+		rec.Diverged, rec.Curve, rec.H = true, nil, nil
+		rec.Epochs, rec.Steps = cfg.Epochs, res.Step
+		return rec, nil
 	case err != nil:
 		return Record{}, fmt.Errorf("flock train %s: %w", strings.Join(r.Args, " "), err)
 	case res.Interrupted:

@@ -139,7 +139,7 @@ func WriteStudy(dir, title, command string, studies []Study, done map[string]Rec
 	fmt.Fprintf(&b, "# %s\n\nMade by (from the repository root):\n\n```\n%s\n```\n\n", title, command)
 	b.WriteString("Each arm trains once per learning rate on the training set less its last images (held out as a validation set), " +
 		"seed 1; the rate of the highest final validation accuracy is the arm's. At that rate it trains on the whole training set once per seed, " +
-		"evaluated on the test set. Test accuracy: mean ± std over the seeds and the 95% interval of the mean (Student's t). " +
+		"evaluated on the test set; a rate chosen at the end of the grid is marked (edge). Test accuracy: mean ± std over the seeds and the 95% interval of the mean (Student's t). " +
 		"Differences: mean of the first arm less mean of the second, with the 95% interval of Welch's t; " +
 		"an interval that holds 0 is no evidence of a difference. Bytes: sent per worker, mean over the seeds.\n")
 	for _, s := range studies {
@@ -159,8 +159,14 @@ func WriteStudy(dir, title, command string, studies []Study, done map[string]Rec
 				switch {
 				case !found:
 					b.WriteString(" – |")
+				case rec.Diverged:
+					b.WriteString(" diverged |")
 				case ok && lr == chosen:
-					fmt.Fprintf(&b, " **%.2f** |", 100*rec.TestAcc)
+					edge := ""
+					if len(s.Rates) > 1 && (lr == s.Rates[0] || lr == s.Rates[len(s.Rates)-1]) {
+						edge = " (edge)"
+					}
+					fmt.Fprintf(&b, " **%.2f**%s |", 100*rec.TestAcc, edge)
 				default:
 					fmt.Fprintf(&b, " %.2f |", 100*rec.TestAcc)
 				}

@@ -1,12 +1,15 @@
 package experiment
 
 import (
+	"context"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/flockml/flock/dataset"
+	"github.com/flockml/flock/job"
 	"github.com/flockml/flock/train"
 )
 
@@ -93,9 +96,40 @@ func TestWriteStudy(t *testing.T) {
 		t.Fatal(err)
 	}
 	md := string(data)
-	for _, want := range []string{"# title", "| arm a | 80.00 | **85.00** | 2 | 91.00 ± 1.41 |", "| 2.0 | 5 |", "| arm b | – | – | 0 |", "| arm a − arm b | – | – | – |"} {
+	for _, want := range []string{"# title", "| arm a | 80.00 | **85.00** (edge) | 2 | 91.00 ± 1.41 |", "| 2.0 | 5 |", "| arm b | – | – | 0 |", "| arm a − arm b | – | – | – |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("study.md lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+// TestGridKeepDiverged runs a grid whose run diverges: with KeepDiverged
+// it is recorded as diverged, without it the grid fails.
+func TestGridKeepDiverged(t *testing.T) {
+	m := &dataset.Images{N: 64, H: 4, W: 4, C: 1, Pixels: make([]uint8, 64*16), Labels: make([]int32, 64), Classes: []string{"a", "b"}}
+	for i := range m.Pixels {
+		m.Pixels[i] = uint8(i * 7)
+	}
+	for i := range m.Labels {
+		m.Labels[i] = int32(i % 2)
+	}
+	setup := func(Run) (Setup, error) {
+		cfg := train.DefaultConfig()
+		cfg.Model, cfg.Epochs, cfg.BatchSize, cfg.LR, cfg.WarmupEpochs = "mlp", 2, 16, 1e30, 0
+		cfg.Strategy = train.StrategyConfig{Name: "dp"}
+		return Setup{Config: cfg, Workers: 2, MaxNonFiniteSteps: 2}, nil
+	}
+	data := job.Images{Train: m, Test: m}
+	for _, keep := range []bool{true, false} {
+		g := &Grid{Runs: []Run{{ID: "dp/seed1", Strategy: "dp"}}, Done: map[string]Record{}, Path: filepath.Join(t.TempDir(), "runs.jsonl"), Jobs: 1,
+			Setup: setup, Build: data.Build, StepsPerEpoch: data.StepsPerEpoch, TestImages: m.N, KeepDiverged: keep}
+		err := g.Run(context.Background())
+		rec, ok := g.Done["dp/seed1"]
+		switch {
+		case keep && (err != nil || !ok || !rec.Diverged || rec.TestAcc != 0):
+			t.Errorf("KeepDiverged: err %v, record %+v (recorded %v), want a diverged record", err, rec, ok)
+		case !keep && (err == nil || ok):
+			t.Errorf("without KeepDiverged: err %v, recorded %v; want the run failed", err, ok)
 		}
 	}
 }

@@ -6,7 +6,9 @@
 //
 // It is the loop that flock train and flock experiment run, as a library:
 //
-//	res, err := job.Run(ctx, job.Spec{Config: cfg, Comms: dist.NewLocal(4), Build: build, ...})
+//	data := job.Images{Train: trainSet, Test: testSet} // or job.OpenBeton(...)
+//	res, err := job.Run(ctx, job.Spec{Config: cfg, Comms: dist.NewLocal(4),
+//		Build: data.Build, StepsPerEpoch: data.StepsPerEpoch(cfg, 4), Test: true})
 //
 // Rank 0 evaluates, reports (Spec.OnRecord, OnProgress) and writes
 // checkpoints; under a strategy whose workers' models differ

@@ -19,20 +19,14 @@ func Example() {
 	sync.Sync, sync.H = "constant", 2
 	cfg.Strategy = train.StrategyConfig{Name: "local", Settings: sync}
 
-	trainSet, testSet := bands(192, 1), bands(60, 2)
+	// Images in memory; job.OpenBeton streams .beton files instead.
+	data := job.Images{Train: bands(192, 1), Test: bands(60, 2)}
 	res, err := job.Run(context.Background(), job.Spec{
 		Config:        cfg,
 		Comms:         dist.NewLocal(4),
-		StepsPerEpoch: cfg.StepsPerEpoch(trainSet.N, 4),
+		StepsPerEpoch: data.StepsPerEpoch(cfg, 4),
 		Test:          true,
-		Build: func(cfg train.Config, withTest bool, opts train.Options) (*train.Trainer, func(), error) {
-			test := testSet
-			if !withTest {
-				test = nil // only rank 0 evaluates
-			}
-			t, err := train.New(cfg, trainSet, test, opts)
-			return t, func() {}, err
-		},
+		Build:         data.Build, // only rank 0 is asked for a test set
 	})
 	if err != nil {
 		fmt.Println(err)

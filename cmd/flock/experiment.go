@@ -16,6 +16,7 @@ import (
 
 	"github.com/flockml/flock/experiment"
 	"github.com/flockml/flock/internal/term"
+	"github.com/flockml/flock/job"
 	"github.com/flockml/flock/netmodel"
 	"github.com/flockml/flock/nn/models"
 	"github.com/flockml/flock/train"
@@ -250,21 +251,12 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	if o.dryRun {
-		for _, r := range runs {
-			mark := "  "
-			if _, ok := done[r.ID]; ok {
-				mark = "✓ "
-			}
-			fmt.Fprintf(stdout, "%s%-26s flock train %s\n", mark, r.ID, strings.Join(r.Args, " "))
-		}
+		listRuns(stdout, runs, done, 26)
 		fmt.Fprintf(stdout, "%d runs, %d done in %s\n", len(runs), experiment.CountDone(runs, done), path)
 		return exitOK
 	}
-	for _, r := range runs {
-		if d, ok := done[r.ID]; ok && !slices.Equal(d.Args, r.Args) {
-			fmt.Fprintf(stderr, "flock experiment: %s holds run %s with other flags (%s); use another --out\n", path, r.ID, strings.Join(d.Args, " "))
-			return exitFailure
-		}
+	if !sameArgs(runs, done, path, stderr) {
+		return exitFailure
 	}
 	if o.threads > 0 {
 		runtime.GOMAXPROCS(o.threads)
@@ -278,17 +270,12 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "flock experiment: %v\n", err)
 			return exitFailure
 		}
-		sets := &trainSets{train: trainSet, test: testSet}
+		sets := job.Images{Train: trainSet, Test: testSet}
 		g := &experiment.Grid{Runs: runs, Done: done, Path: path, Jobs: o.jobs, Setup: gridSetup,
-			Build: sets.trainer, StepsPerEpoch: sets.stepsPerEpoch, TestImages: testSet.N,
+			Build: sets.Build, StepsPerEpoch: sets.StepsPerEpoch, TestImages: testSet.N,
 			Progress: experiment.NewProgress(stdout, term.IsTerminal(stdout))}
 		if err := g.Run(ctx); err != nil {
-			fmt.Fprintf(stderr, "flock experiment: %v\n", err)
-			if ctx.Err() != nil {
-				fmt.Fprintf(stderr, "flock experiment: interrupted; the runs finished are in %s, and the same command continues\n", path)
-				return exitInterrupted
-			}
-			return exitFailure
+			return gridFailed(ctx, err, path, stderr)
 		}
 	}
 	var recs []experiment.Record
@@ -313,6 +300,41 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(o.out, "report.md"))
 	return exitOK
+}
+
+// listRuns prints runs as flock train command lines, marking those in
+// done, their IDs in a column of width characters.
+func listRuns(w io.Writer, runs []experiment.Run, done map[string]experiment.Record, width int) {
+	for _, r := range runs {
+		mark := "  "
+		if _, ok := done[r.ID]; ok {
+			mark = "✓ "
+		}
+		fmt.Fprintf(w, "%s%-*s flock train %s\n", mark, width, r.ID, strings.Join(r.Args, " "))
+	}
+}
+
+// sameArgs reports whether every run of runs recorded in done (read from
+// path) was made with its flags, saying which was not.
+func sameArgs(runs []experiment.Run, done map[string]experiment.Record, path string, stderr io.Writer) bool {
+	for _, r := range runs {
+		if d, ok := done[r.ID]; ok && !slices.Equal(d.Args, r.Args) {
+			fmt.Fprintf(stderr, "flock experiment: %s holds run %s with other flags (%s); use another --out\n", path, r.ID, strings.Join(d.Args, " "))
+			return false
+		}
+	}
+	return true
+}
+
+// gridFailed reports err, a grid's failure, and returns the exit status:
+// an interruption says how to continue.
+func gridFailed(ctx context.Context, err error, path string, stderr io.Writer) int {
+	fmt.Fprintf(stderr, "flock experiment: %v\n", err)
+	if ctx.Err() != nil {
+		fmt.Fprintf(stderr, "flock experiment: interrupted; the runs finished are in %s, and the same command continues\n", path)
+		return exitInterrupted
+	}
+	return exitFailure
 }
 
 // experimentNetwork is the projection's network: the preset, with the

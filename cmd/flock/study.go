@@ -15,6 +15,7 @@ import (
 
 	"github.com/flockml/flock/experiment"
 	"github.com/flockml/flock/internal/term"
+	"github.com/flockml/flock/job"
 	"github.com/flockml/flock/localopt"
 	"github.com/flockml/flock/netmodel"
 )
@@ -40,7 +41,7 @@ func studyFlags(name string, o *studyOptions) *flag.FlagSet {
 	fs := flag.NewFlagSet("flock experiment "+name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.out, "out", "bench/results/"+name, "`DIR` of the runs (runs.jsonl, appended as runs finish and read back to resume) and of the report")
-	fs.StringVar(&o.rates, "rates", "0.025,0.05,0.1", "comma-separated peak learning `RATES` each arm is tuned over")
+	fs.StringVar(&o.rates, "rates", "0.05,0.1,0.2", "comma-separated peak learning `RATES` each arm is tuned over")
 	fs.StringVar(&o.seeds, "seeds", "1,2,3", "comma-separated `SEEDS` of the runs at each arm's chosen rate")
 	fs.IntVar(&o.workers, "workers", 8, "in-process workers of each run, `K`")
 	fs.IntVar(&o.epochs, "epochs", 30, "epochs of each run")
@@ -191,7 +192,7 @@ Each arm trains once per rate of --rates (seed 1) on the training set less
 its last --val-images images and is evaluated on those; the rate of the
 highest final validation accuracy is the arm's. It then trains once per
 seed of --seeds at that rate on the whole training set, evaluated on the
-test set. Every run: the CNN, --workers in-process workers, --epochs epochs,
+test set; a tuning run whose loss diverges counts as such. Every run: the CNN, --workers in-process workers, --epochs epochs,
 --batch-size images per worker and step, Nesterov SGD, a one-epoch warm-up
 (a tenth of the run under ten epochs);
 QSR's Hbase is 4 and α = (4/3)·η, flock train's defaults.
@@ -251,20 +252,11 @@ func runStudy(name string, args []string, stdout, stderr io.Writer) int {
 		return runs, tuning
 	}
 	runs, tuning := plan()
-	for _, r := range runs {
-		if d, ok := done[r.ID]; ok && !slices.Equal(d.Args, r.Args) {
-			fmt.Fprintf(stderr, "flock experiment: %s holds run %s with other flags (%s); use another --out\n", path, r.ID, strings.Join(d.Args, " "))
-			return exitFailure
-		}
+	if !sameArgs(runs, done, path, stderr) {
+		return exitFailure
 	}
 	if o.dryRun {
-		for _, r := range runs {
-			mark := "  "
-			if _, ok := done[r.ID]; ok {
-				mark = "✓ "
-			}
-			fmt.Fprintf(stdout, "%s%-30s flock train %s\n", mark, r.ID, strings.Join(r.Args, " "))
-		}
+		listRuns(stdout, runs, done, 30)
 		if len(tuning) > 0 {
 			fmt.Fprintf(stdout, "  and %d runs at the rates that tuning chooses for %s\n", len(tuning)*len(set[0].Seeds), strings.Join(tuning, ", "))
 		}
@@ -286,7 +278,7 @@ func runStudy(name string, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "flock experiment: the study needs the full Fashion-MNIST (see flock train --help), not its embedded subset\n")
 			return exitFailure
 		}
-		sets := &trainSets{train: trainSet, test: testSet}
+		sets := job.Images{Train: trainSet, Test: testSet}
 		progress := experiment.NewProgress(stdout, term.IsTerminal(stdout))
 		// Each study in turn: its tuning, then its final runs; a plan
 		// grows as tuning finishes, so run until it stops growing.
@@ -298,14 +290,9 @@ func runStudy(name string, args []string, stdout, stderr io.Writer) int {
 					break
 				}
 				g := &experiment.Grid{Runs: runs, Done: done, Path: path, Jobs: o.jobs, Setup: gridSetup,
-					Build: sets.trainer, StepsPerEpoch: sets.stepsPerEpoch, TestImages: testSet.N, Progress: progress}
+					Build: sets.Build, StepsPerEpoch: sets.StepsPerEpoch, TestImages: testSet.N, Progress: progress, KeepDiverged: true}
 				if err := g.Run(ctx); err != nil {
-					fmt.Fprintf(stderr, "flock experiment: %v\n", err)
-					if ctx.Err() != nil {
-						fmt.Fprintf(stderr, "flock experiment: interrupted; the runs finished are in %s, and the same command continues\n", path)
-						return exitInterrupted
-					}
-					return exitFailure
+					return gridFailed(ctx, err, path, stderr)
 				}
 			}
 		}

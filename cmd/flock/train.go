@@ -417,12 +417,14 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 	if !o.json && (!launched || env.Rank == 0) {
 		progress = stderr
 	}
-	var sets *trainSets
+	var sets job.Data
 	if strings.HasSuffix(o.data, ".beton") {
-		sets, err = betonSets(o.data, o.testData, o.stream)
+		sets, err = job.OpenBeton(o.data, o.testData, o.stream.betonOptions())
 	} else {
-		sets = &trainSets{}
-		sets.train, sets.test, sets.subset, err = fashionMNIST(ctx, "flock train", o.data, o.download, progress, stderr)
+		var trainSet, testSet *dataset.Images
+		var subset bool
+		trainSet, testSet, subset, err = fashionMNIST(ctx, "flock train", o.data, o.download, progress, stderr)
+		sets = fashionData(trainSet, testSet, subset)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "flock train: %v\n", err)
@@ -431,8 +433,8 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitFailure
 	}
-	defer sets.close()
-	if sets.streamed() && cfg.ValImages > 0 {
+	defer sets.Close()
+	if streamed(sets) && cfg.ValImages > 0 {
 		return usageError(stderr, "--val-images holds out images of Fashion-MNIST, not of a .beton file (give a validation file as --test-data)")
 	}
 
@@ -495,17 +497,17 @@ func launcherEnv() (dist.Env, bool, error) {
 // trainWorkers trains with the workers this process holds (job.Run: one
 // alone when comms is nil, otherwise one per Comm) and reports for people
 // or as JSON Lines.
-func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, sets *trainSets, comms []dist.Comm, stdout, stderr io.Writer) int {
+func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, sets job.Data, comms []dist.Comm, stdout, stderr io.Writer) int {
 	world := 1
 	if comms != nil {
 		world = comms[0].Size()
 	}
-	if sets.stepsPerEpoch(cfg, world) == 0 {
+	if sets.StepsPerEpoch(cfg, world) == 0 {
 		who := fmt.Sprintf("--workers %d", world)
 		if len(comms) == 1 {
 			who = fmt.Sprintf("the launcher's %d ranks", world)
 		}
-		trainN, _ := sets.counts()
+		trainN, _ := sets.Counts()
 		return usageError(stderr, "%s share %d training images: each worker needs at least one (fewer workers or more --train-images)", who, cfg.TrainImagesOf(trainN))
 	}
 
@@ -523,7 +525,7 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, sets *t
 	}
 	defer tb.close()
 	spec := job.Spec{
-		Config: cfg, Comms: comms, Build: sets.trainer, StepsPerEpoch: sets.stepsPerEpoch(cfg, world), Test: sets.hasTest(), LocalSize: o.localSize,
+		Config: cfg, Comms: comms, Build: sets.Build, StepsPerEpoch: sets.StepsPerEpoch(cfg, world), Test: hasTest(sets), LocalSize: o.localSize,
 		Checkpoint: o.checkpoint, CheckpointEvery: o.checkpointEvery, Resume: o.resume, StopAfter: o.stopAfter,
 		MaxNonFiniteSteps: o.divergedSteps, OnRecord: func(r train.Record) { out.record(r); tb.record(r) }, OnProgress: out.progress,
 		OnStart: func(t *train.Trainer, s train.Strategy) {
@@ -601,15 +603,15 @@ func newReporter(w io.Writer, jsonOut, terminal bool) *reporter {
 	return &reporter{w: w, json: jsonOut, terminal: terminal && !jsonOut, workers: 1, evalSet: "test"}
 }
 
-func (r *reporter) start(t *train.Trainer, sets *trainSets, o trainOptions) {
+func (r *reporter) start(t *train.Trainer, sets job.Data, o trainOptions) {
 	cfg := t.Config()
 	if cfg.ValImages > 0 {
 		r.evalSet = "validation"
 	}
 	if r.json {
 		rec := newRunRecord(cfg, r.workers, o.device, r.strategy)
-		rec.Data = sets.name()
-		rec.TrainImages, rec.TestImages = sets.counts()
+		rec.Data = sets.Name()
+		rec.TrainImages, rec.TestImages = sets.Counts()
 		rec.TrainImages = cfg.TrainImagesOf(rec.TrainImages)
 		if cfg.ValImages > 0 {
 			rec.TestImages, rec.ValImages = 0, cfg.ValImages
@@ -617,8 +619,8 @@ func (r *reporter) start(t *train.Trainer, sets *trainSets, o trainOptions) {
 		writeJSONLine(r.w, rec)
 		return
 	}
-	data := sets.name()
-	trainN, testN := sets.counts()
+	data := sets.Name()
+	trainN, testN := sets.Counts()
 	if cfg.ValImages > 0 {
 		testN = cfg.ValImages
 	}

@@ -6,12 +6,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/flockml/flock/backend"
 	"github.com/flockml/flock/dataset"
 	"github.com/flockml/flock/ffcv"
-	"github.com/flockml/flock/ffcv/beton"
-	"github.com/flockml/flock/tensor"
-	"github.com/flockml/flock/train"
+	"github.com/flockml/flock/job"
 )
 
 // streamOptions are the flags of flock train that shape the streaming of
@@ -119,293 +116,42 @@ func parseFloats(flag, s string) ([]float64, error) {
 	return out, nil
 }
 
+// betonOptions returns the streaming s describes, once validated.
+func (s streamOptions) betonOptions() job.BetonOptions {
+	o := job.BetonOptions{ImageSize: s.imageSize, Flip: s.flip, DecodeWorkers: s.decodeWorkers}
+	o.Scale, _ = s.scale()
+	o.Mean, _ = parseFloats("mean", s.mean)
+	o.Std, _ = parseFloats("std", s.std)
+	o.Order, _ = s.trainOrder()
+	if s.cache == "process" {
+		o.CacheBytes = int64(s.cacheMiB) << 20
+	}
+	return o
+}
+
 // statistics returns the normalisation of c-channel images in pixel units
 // (0–255), as ffcv.Normalize takes them.
 func (s streamOptions) statistics(c int) (mean, std []float64, err error) {
-	mean, _ = parseFloats("mean", s.mean)
-	std, _ = parseFloats("std", s.std)
-	if mean == nil {
-		mean = []float64{dataset.FashionMNISTMean}
-		if c == 3 {
-			mean = []float64{0.485, 0.456, 0.406}
-		}
-	}
-	if std == nil {
-		std = []float64{dataset.FashionMNISTStd}
-		if c == 3 {
-			std = []float64{0.229, 0.224, 0.225}
-		}
-	}
-	for _, v := range [][]float64{mean, std} {
-		if len(v) != 1 && len(v) != c {
-			return nil, nil, fmt.Errorf("ffcv: stream: --mean and --std: %d and %d values for %d-channel images: want 1 or %d each", len(mean), len(std), c, c)
-		}
-	}
-	pm, ps := make([]float64, c), make([]float64, c)
-	for i := range c {
-		pm[i] = 255 * mean[min(i, len(mean)-1)]
-		ps[i] = 255 * std[min(i, len(std)-1)]
-		if !(ps[i] > 0) {
-			return nil, nil, fmt.Errorf("ffcv: stream: --std %v: want values > 0", std)
-		}
-	}
-	return pm, ps, nil
+	return s.betonOptions().Statistics(c)
 }
 
-// betonStream describes how one .beton file is streamed to a worker.
-type betonStream struct {
-	// eval selects the evaluation pipeline: sequential order, centre crops,
-	// no flip, the last smaller batch kept.
-	eval        bool
-	batchSize   int
-	seed        uint64
-	rank, world int
-	// images keeps only the first images samples (0: all).
-	images int
-	// classes is the number of classes.
-	classes int
-	// device holds the batches (nil: the default device).
-	device tensor.Device
+// fashionData is Fashion-MNIST's data, named for reports.
+func fashionData(train, test *dataset.Images, subset bool) job.Images {
+	d := job.Images{Train: train, Test: test, Label: "Fashion-MNIST"}
+	if subset {
+		d.Label = "Fashion-MNIST (embedded subset)"
+	}
+	return d
 }
 
-// openBeton opens the .beton file at path as s says: through a process
-// cache of s.cacheMiB (shared by the Loaders of the process's workers) or
-// the page cache.
-func openBeton(path string, s streamOptions) (*beton.Reader, error) {
-	ro := beton.ReadOptions{}
-	if s.cache == "process" {
-		ro.Cache, ro.CacheBytes = beton.Process, int64(s.cacheMiB)<<20
-	}
-	return beton.Open(path, ro)
+// hasTest reports whether d has a test set.
+func hasTest(d job.Data) bool {
+	_, n := d.Counts()
+	return n > 0
 }
 
-func newBetonStream(r *beton.Reader, b betonStream, s streamOptions) (*ffcv.ImageStream, error) {
-	fi, ok := r.FieldIndex("image")
-	li, lok := r.FieldIndex("label")
-	if !ok || !lok || r.Fields()[li].Type != beton.IntType {
-		return nil, fmt.Errorf("ffcv: stream: want an image field \"image\" and an int field \"label\"")
-	}
-	f := r.Fields()[fi]
-	var dec ffcv.Op
-	c := f.Channels
-	switch f.Type {
-	case beton.RGBImageType:
-		dec = ffcv.SimpleImageDecoder{}
-		if s.imageSize > 0 && b.eval {
-			dec = ffcv.CenterCrop{Width: s.imageSize, Height: s.imageSize}
-		} else if s.imageSize > 0 {
-			scale, _ := s.scale()
-			dec = ffcv.RandomResizedCrop{Width: s.imageSize, Height: s.imageSize, Scale: scale}
-		}
-	case beton.NDArrayType:
-		if s.imageSize > 0 {
-			return nil, fmt.Errorf("ffcv: stream: --image-size %d: field \"image\" holds arrays, which are not cropped", s.imageSize)
-		}
-		dec, c = ffcv.NDArrayDecoder{}, 1
-		if len(f.Shape) == 3 {
-			c = f.Shape[2]
-		}
-	default:
-		return nil, fmt.Errorf("ffcv: stream: field \"image\" is a %v field, want images or a uint8 ndarray", f.Type)
-	}
-	mean, std, err := s.statistics(c)
-	if err != nil {
-		return nil, err
-	}
-	img := ffcv.Pipeline{dec}
-	if s.flip && !b.eval {
-		img = append(img, ffcv.Flip{})
-	}
-	img = append(img, ffcv.ToCHW{}, ffcv.Normalize{Mean: mean, Std: std})
-	pipes := map[string]ffcv.Pipeline{}
-	for _, f := range r.Fields() {
-		pipes[f.Name] = nil
-	}
-	pipes["image"], pipes["label"] = img, ffcv.Pipeline{ffcv.IntDecoder{}, ffcv.Squeeze{}}
-
-	n := r.NumSamples()
-	classes := b.classes
-	opt := ffcv.Options{
-		BatchSize: b.batchSize, Workers: s.decodeWorkers, Seed: b.seed,
-		Rank: b.rank, World: b.world, Pipelines: pipes,
-	}
-	if s.cache == "process" {
-		opt.Cache = ffcv.ProcessCache
-	}
-	if !b.eval {
-		opt.Order, _ = s.trainOrder()
-	}
-	if b.images > 0 && b.images < n {
-		opt.Indices = make([]int, b.images)
-		for i := range opt.Indices {
-			opt.Indices[i] = i
-		}
-	}
-	l, err := ffcv.NewLoader(r, opt)
-	if err != nil {
-		if s.imageSize == 0 && f.Type == beton.RGBImageType {
-			// Images of several sizes need a crop to one.
-			return nil, fmt.Errorf("%w; --image-size crops them to one size", err)
-		}
-		return nil, err
-	}
-	st, err := ffcv.NewImageStream(l, ffcv.ImageStreamOptions{Classes: classes, Device: b.device})
-	if err != nil {
-		l.Close()
-		return nil, err
-	}
-	return st, nil
-}
-
-var _ train.Data = (*ffcv.ImageStream)(nil)
-
-// trainSets are a run's data: images in memory (Fashion-MNIST), or .beton
-// files streamed through ffcv.Loader, a Loader per worker and file over
-// one Reader per file.
-type trainSets struct {
-	train, test *dataset.Images
-
-	trainPath, testPath string
-	trainR, testR       *beton.Reader
-	// trainN and testN count the files' samples; classes is the number of
-	// classes, the training file's largest label plus one.
-	trainN, testN, classes int
-	stream                 streamOptions
-	// subset is set when train and test are Fashion-MNIST's embedded subset.
-	subset bool
-}
-
-// name names the data: the training file, or Fashion-MNIST.
-func (s *trainSets) name() string {
-	switch {
-	case s.trainPath != "":
-		return s.trainPath
-	case s.subset:
-		return "Fashion-MNIST (embedded subset)"
-	}
-	return "Fashion-MNIST"
-}
-
-// betonSets opens the .beton files at trainPath and testPath (which may be
-// empty) and counts their samples and classes.
-func betonSets(trainPath, testPath string, s streamOptions) (_ *trainSets, err error) {
-	sets := &trainSets{trainPath: trainPath, testPath: testPath, stream: s}
-	defer func() {
-		if err != nil {
-			sets.close()
-		}
-	}()
-	if sets.trainR, err = openBeton(trainPath, s); err != nil {
-		return nil, err
-	}
-	r := sets.trainR
-	li, ok := r.FieldIndex("label")
-	if !ok || r.Fields()[li].Type != beton.IntType {
-		return nil, fmt.Errorf("ffcv: %s: no int field \"label\"", trainPath)
-	}
-	sets.trainN = r.NumSamples()
-	for i := range sets.trainN {
-		y := r.Int(li, i)
-		if y < 0 || y >= 1<<31-1 {
-			return nil, fmt.Errorf("ffcv: %s: sample %d: label %d is not a class index", trainPath, i, y)
-		}
-		sets.classes = max(sets.classes, int(y)+1)
-	}
-	if testPath != "" {
-		if sets.testR, err = openBeton(testPath, s); err != nil {
-			return nil, err
-		}
-		sets.testN = sets.testR.NumSamples()
-	}
-	return sets, nil
-}
-
-// close closes the .beton files, once every worker's Loaders are closed.
-func (d *trainSets) close() {
-	for _, r := range []*beton.Reader{d.trainR, d.testR} {
-		if r != nil {
-			r.Close()
-		}
-	}
-}
-
-// streamed reports whether the sets are .beton files.
-func (d *trainSets) streamed() bool { return d.trainPath != "" }
-
-// counts returns the numbers of training and test images (0: no test set).
-func (d *trainSets) counts() (trainN, testN int) {
-	if d.streamed() {
-		return d.trainN, d.testN
-	}
-	if d.test != nil {
-		testN = d.test.N
-	}
-	return d.train.N, testN
-}
-
-// hasTest reports whether there is a test set.
-func (d *trainSets) hasTest() bool { return d.test != nil || d.testPath != "" }
-
-// stepsPerEpoch returns the steps per epoch of each of world workers.
-func (d *trainSets) stepsPerEpoch(cfg train.Config, world int) int {
-	if !d.streamed() {
-		return cfg.StepsPerEpoch(d.train.N, world)
-	}
-	// ffcv.Loader pads each epoch to a multiple of world (every rank visits
-	// ⌈n/world⌉ samples) and a training loader drops the last, smaller
-	// batch.
-	n := d.trainN
-	if cfg.TrainImages > 0 {
-		n = min(n, cfg.TrainImages)
-	}
-	world = max(world, 1)
-	return (n + world - 1) / world / cfg.BatchSize
-}
-
-// trainer builds the Trainer of one worker (opts.Rank of opts.World),
-// evaluating when withTest; close releases its data.
-func (d *trainSets) trainer(cfg train.Config, withTest bool, opts train.Options) (t *train.Trainer, close func(), err error) {
-	if !d.streamed() {
-		test := d.test
-		if !withTest {
-			test = nil
-		}
-		t, err := train.New(cfg, d.train, test, opts)
-		return t, func() {}, err
-	}
-	var dev tensor.Device
-	if cfg.Device != "" {
-		if dev, err = backend.Get(cfg.Device); err != nil {
-			return nil, func() {}, fmt.Errorf("device %q: %w", cfg.Device, err)
-		}
-	}
-	var opened []*ffcv.ImageStream
-	close = func() {
-		for _, o := range opened {
-			o.Close()
-		}
-	}
-	tr, err := newBetonStream(d.trainR, betonStream{
-		batchSize: cfg.BatchSize, seed: cfg.Seed, rank: opts.Rank, world: opts.World,
-		images: cfg.TrainImages, classes: d.classes, device: dev,
-	}, d.stream)
-	if err != nil {
-		return nil, close, fmt.Errorf("%s: %w", d.trainPath, err)
-	}
-	opened = append(opened, tr)
-	var test train.Data
-	if withTest && d.testR != nil {
-		bs := cfg.EvalBatchSize
-		if bs == 0 {
-			bs = 1000
-		}
-		te, err := newBetonStream(d.testR, betonStream{eval: true, batchSize: bs, classes: d.classes, device: dev}, d.stream)
-		if err != nil {
-			return nil, close, fmt.Errorf("%s: %w", d.testPath, err)
-		}
-		opened = append(opened, te)
-		test = te
-	}
-	t, err = train.NewWithData(cfg, tr, test, opts)
-	return t, close, err
+// streamed reports whether d streams .beton files.
+func streamed(d job.Data) bool {
+	_, ok := d.(*job.Beton)
+	return ok
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/flockml/flock/dataset"
 	"github.com/flockml/flock/ffcv"
 	"github.com/flockml/flock/ffcv/beton"
+	"github.com/flockml/flock/job"
 	"github.com/flockml/flock/train"
 )
 
@@ -105,18 +106,18 @@ func TestStreamMatchesMemory(t *testing.T) {
 			runUntil(t, mem, 0)
 			mem.Close()
 
-			sets, err := betonSets(path, "", s)
+			sets, err := job.OpenBeton(path, "", s.betonOptions())
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer sets.close()
+			defer sets.Close()
 			got := map[int]float64{}
-			streamed, closeData, err := sets.trainer(cfg, false, record(got))
+			streamed, closeData, err := sets.Build(cfg, false, record(got))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer closeData()
-			if n := sets.stepsPerEpoch(cfg, 1); streamed.StepsPerEpoch() != n || n != 6 {
+			if n := sets.StepsPerEpoch(cfg, 1); streamed.StepsPerEpoch() != n || n != 6 {
 				t.Fatalf("steps per epoch: trainer %d, stepsPerEpoch %d, want 6", streamed.StepsPerEpoch(), n)
 			}
 			// Stop mid-epoch, checkpoint and resume in a new Trainer.
@@ -126,7 +127,7 @@ func TestStreamMatchesMemory(t *testing.T) {
 				t.Fatal(err)
 			}
 			streamed.Close()
-			resumed, closeResumed, err := sets.trainer(cfg, false, record(got))
+			resumed, closeResumed, err := sets.Build(cfg, false, record(got))
 			if err != nil {
 				t.Fatal(err)
 			}
