@@ -134,7 +134,7 @@ func experimentHelp(w io.Writer) {
 	var o experimentOptions
 	fs := experimentFlags(&o)
 	fmt.Fprint(w, `Usage: flock experiment strategies [flags]
-       flock experiment qsr [flags]   (a study; see flock experiment qsr --help)
+       flock experiment qsr|decentralized|jointspar [flags]   (studies; see flock experiment qsr --help)
 
 Train every strategy of flock train on Fashion-MNIST with the same data,
 seeds and code, and report accuracy against communication: bytes each
@@ -202,11 +202,13 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 		experimentHelp(stdout)
 		return exitOK
 	}
-	if len(args) > 0 && studies[args[0]] != nil {
-		return runStudy(args[0], args[1:], stdout, stderr)
+	if len(args) > 0 {
+		if _, ok := studies[args[0]]; ok {
+			return runStudy(args[0], args[1:], stdout, stderr)
+		}
 	}
 	if len(args) == 0 || args[0] != "strategies" {
-		return expUsage(stderr, "want the experiment 'strategies' or 'qsr'")
+		return expUsage(stderr, "want the experiment 'strategies', 'qsr', 'decentralized' or 'jointspar'")
 	}
 	args = args[1:]
 	var o experimentOptions

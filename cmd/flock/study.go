@@ -41,7 +41,7 @@ func studyFlags(name string, o *studyOptions) *flag.FlagSet {
 	fs := flag.NewFlagSet("flock experiment "+name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.out, "out", "bench/results/"+name, "`DIR` of the runs (runs.jsonl, appended as runs finish and read back to resume) and of the report")
-	fs.StringVar(&o.rates, "rates", "0.05,0.1,0.2", "comma-separated peak learning `RATES` each arm is tuned over")
+	fs.StringVar(&o.rates, "rates", "", "comma-separated peak learning `RATES` each arm is tuned over (default: "+studies[name].rates+")")
 	fs.StringVar(&o.seeds, "seeds", "1,2,3", "comma-separated `SEEDS` of the runs at each arm's chosen rate")
 	fs.IntVar(&o.workers, "workers", 8, "in-process workers of each run, `K`")
 	fs.IntVar(&o.epochs, "epochs", 30, "epochs of each run")
@@ -51,37 +51,46 @@ func studyFlags(name string, o *studyOptions) *flag.FlagSet {
 	fs.IntVar(&o.jobs, "jobs", 1, "runs at once, each a set of K goroutines")
 	fs.IntVar(&o.threads, "threads", 0, fmt.Sprintf("GOMAXPROCS (0: all %d cores)", runtime.NumCPU()))
 	fs.StringVar(&o.data, "data", "", "`DIR` holding the Fashion-MNIST files (default: as flock train)")
-	fs.BoolVar(&o.quick, "quick", false, "a study of seconds: 2 workers, 1 epoch on 2048 images, 512 held out, rates 0.05 and 0.1, seeds 1 and 2 (other flags given still apply)")
+	fs.BoolVar(&o.quick, "quick", false, "a study of seconds: 2 workers, 1 epoch on 2048 images, 512 held out, the first two rates, seeds 1 and 2 (other flags given still apply)")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "list the runs, marking those already done, and exit")
 	fs.BoolVar(&o.report, "report-only", false, "write the report from the runs already in runs.jsonl, training nothing")
 	return fs
 }
 
-// studies are the named studies of flock experiment, and their titles.
-var (
-	studies     = map[string]func(o studyOptions) ([]experiment.Study, error){"qsr": qsrStudy}
-	studyTitles = map[string]string{"qsr": "QSR at a long horizon: every arm at its own best learning rate"}
-)
+// namedStudy is a study of flock experiment: its title, its default
+// learning rates, and its arms.
+type namedStudy struct {
+	title, rates string
+	make         func(o studyOptions, base experiment.Study) ([]experiment.Study, error)
+}
 
-// qsrStudy is the QSR study: under cosine, linear and step decay, Local
-// SGD with QSR against data parallel and constant H at Hbase and at the H
-// that makes as many synchronizations as QSR; under cosine decay also
-// against H ∝ η⁻¹ at the α that makes as many synchronizations as QSR,
-// and post-local SGD.
-func qsrStudy(o studyOptions) ([]experiment.Study, error) {
+// studies are the named studies of flock experiment.
+var studies = map[string]namedStudy{
+	"qsr":           {"QSR at a long horizon: every arm at its own best learning rate", "0.05,0.1,0.2", qsrStudy},
+	"decentralized": {"Decentralized SGD at a long horizon: exponential graphs and Swarm SGD against data parallel", "0.05,0.1,0.2", decentralizedStudy},
+	"jointspar":     {"JointSpar-LARS at a long horizon: sampled layers against dense LARS", "16,32,64", jointsparStudy},
+}
+
+// studyBase checks o and returns what every study's runs share: the
+// rates, the seeds, the held-out images and the flags common to every run
+// (the CNN, K workers, a one-epoch warm-up — a tenth of the run under ten
+// epochs —, an evaluation every 3 epochs).
+func studyBase(o studyOptions, defaultRates string) (experiment.Study, error) {
+	if o.rates == "" {
+		o.rates = defaultRates
+	}
 	rates, err := parseList(o.rates, "rates", func(s string) (float64, error) { return strconv.ParseFloat(s, 64) })
 	if err != nil {
-		return nil, err
+		return experiment.Study{}, err
 	}
 	seeds, err := parseList(o.seeds, "seeds", func(s string) (uint64, error) { return strconv.ParseUint(s, 10, 64) })
 	if err != nil {
-		return nil, err
+		return experiment.Study{}, err
 	}
 	if o.workers < 2 || o.epochs < 1 || o.batch < 1 || o.trainImages < 0 || o.valImages < 1 {
-		return nil, fmt.Errorf("workers %d, epochs %d, batch-size %d, train-images %d, val-images %d: want workers ≥ 2, epochs, batch-size, val-images ≥ 1, train-images ≥ 0",
+		return experiment.Study{}, fmt.Errorf("workers %d, epochs %d, batch-size %d, train-images %d, val-images %d: want workers ≥ 2, epochs, batch-size, val-images ≥ 1, train-images ≥ 0",
 			o.workers, o.epochs, o.batch, o.trainImages, o.valImages)
 	}
-	// A one-epoch warm-up; a tenth of the run for runs under ten epochs.
 	warmup := "1"
 	if o.epochs < 10 {
 		warmup = formatFloat(float64(o.epochs) / 10)
@@ -91,6 +100,52 @@ func qsrStudy(o studyOptions) ([]experiment.Study, error) {
 	if o.trainImages > 0 {
 		common = append(common, "--train-images", strconv.Itoa(o.trainImages))
 	}
+	return experiment.Study{Rates: rates, TuneSeed: 1, Seeds: seeds, ValImages: o.valImages, Common: common}, nil
+}
+
+// lrArm is an arm of flock train flags args at the tuned rate.
+func lrArm(name, label string, args ...string) experiment.Arm {
+	return experiment.Arm{Name: name, Label: label, Args: func(lr float64) []string {
+		return append([]string{"--lr", formatFloat(lr)}, args...)
+	}}
+}
+
+// decentralizedStudy tests the exponential graphs' and Swarm SGD's
+// claims: DmSGD on the static and the one-peer exponential graph, and
+// Swarm SGD with 2 local steps, against data parallel.
+func decentralizedStudy(o studyOptions, s experiment.Study) ([]experiment.Study, error) {
+	s.Name = "Decentralized SGD against data parallel, cosine decay"
+	s.Arms = []experiment.Arm{
+		lrArm("dp", "Data parallel", "--strategy", "dp"),
+		lrArm("dmsgd-exp", "DmSGD, static exponential graph", "--strategy", "dmsgd", "--topology", "exp"),
+		lrArm("dmsgd-one-peer", "DmSGD, one-peer exponential graph", "--strategy", "dmsgd", "--topology", "one-peer-exp"),
+		lrArm("swarm", "Swarm SGD, H = 2", "--strategy", "swarm", "--topology", "full", "--local-steps", "2"),
+	}
+	s.Compare = [][2]string{{"dmsgd-one-peer", "dmsgd-exp"}, {"dmsgd-one-peer", "dp"}, {"dmsgd-exp", "dp"}, {"swarm", "dp"}}
+	return []experiment.Study{s}, nil
+}
+
+// jointsparStudy tests JointSpar's claim: JointSpar-LARS at budget 0.5,
+// with draws shared by the workers and with balanced draws, against
+// data-parallel LARS, every parameter with its own trust ratio.
+func jointsparStudy(o studyOptions, s experiment.Study) ([]experiment.Study, error) {
+	s.Name = "JointSpar-LARS against LARS, cosine decay"
+	s.Arms = []experiment.Arm{
+		lrArm("lars", "Data parallel, LARS", "--strategy", "dp", "--optimizer", "lars", "--lars-adapt-all"),
+		lrArm("jointspar-balanced", "JointSpar-LARS, budget 0.5, balanced draws", "--strategy", "jointspar", "--budget", "0.5", "--balanced-draws", "--optimizer", "lars", "--lars-adapt-all"),
+		lrArm("jointspar-shared", "JointSpar-LARS, budget 0.5, shared draws", "--strategy", "jointspar", "--budget", "0.5", "--optimizer", "lars", "--lars-adapt-all"),
+	}
+	s.Compare = [][2]string{{"jointspar-balanced", "lars"}, {"jointspar-shared", "lars"}}
+	return []experiment.Study{s}, nil
+}
+
+// qsrStudy is the QSR study: under cosine, linear and step decay, Local
+// SGD with QSR against data parallel and constant H at Hbase and at the H
+// that makes as many synchronizations as QSR; under cosine decay also
+// against H ∝ η⁻¹ at the α that makes as many synchronizations as QSR,
+// and post-local SGD.
+func qsrStudy(o studyOptions, base experiment.Study) ([]experiment.Study, error) {
+	common := base.Common
 	trainN := 60000
 	if o.trainImages > 0 {
 		trainN = min(trainN, o.trainImages)
@@ -165,8 +220,8 @@ func qsrStudy(o studyOptions) ([]experiment.Study, error) {
 				arm("post-local", "Post-local SGD, H = 8 after ¼", local("--sync", "post-local", "--h", "8", "--post-local-switch", formatFloat(float64(o.epochs)/4))))
 			compare = append(compare, [2]string{"qsr", "power1"}, [2]string{"qsr", "post-local"})
 		}
-		s := experiment.Study{Name: "QSR against its baselines, " + decay + " decay", Arms: arms, Rates: rates, TuneSeed: 1, Seeds: seeds,
-			ValImages: o.valImages, Common: common}
+		s := base
+		s.Name, s.Arms, s.Compare = "QSR against its baselines, "+decay+" decay", arms, nil
 		for _, c := range compare {
 			s.Compare = append(s.Compare, [2]string{c[0] + "-" + decay, c[1] + "-" + decay})
 		}
@@ -177,35 +232,50 @@ func qsrStudy(o studyOptions) ([]experiment.Study, error) {
 
 func formatFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
-func studyHelp(w io.Writer) {
-	var o studyOptions
-	fs := studyFlags("qsr", &o)
-	fmt.Fprint(w, `Usage: flock experiment qsr [flags]
-
-Test the Quadratic Synchronization Rule's claim at a long horizon: Local
+// studyAbout says what each study tests.
+var studyAbout = map[string]string{
+	"qsr": `Test the Quadratic Synchronization Rule's claim at a long horizon: Local
 SGD with H = max(Hbase, ⌊(α/η)²⌋) against data parallel, constant H at
 Hbase and at the H that synchronizes as often as QSR, H ∝ η⁻¹ at the α that
 synchronizes as often as QSR, and post-local SGD, under cosine, linear and
-step decay (×0.1 at 50% and 75%), every arm at its own best learning rate.
+step decay (×0.1 at 50% and 75%). QSR's Hbase is 4 and α = (4/3)·η,
+flock train's defaults.`,
+	"decentralized": `Test the exponential graphs' and Swarm SGD's claims at a long horizon:
+DmSGD on the static and on the one-peer exponential graph, and Swarm SGD
+with 2 local steps on the full graph, against data parallel.`,
+	"jointspar": `Test JointSpar's claim at a long horizon: JointSpar-LARS at budget 0.5,
+with draws shared by the workers and with balanced draws, against
+data-parallel LARS, every parameter with its own trust ratio.`,
+}
 
-Each arm trains once per rate of --rates (seed 1) on the training set less
-its last --val-images images and is evaluated on those; the rate of the
-highest final validation accuracy is the arm's. It then trains once per
-seed of --seeds at that rate on the whole training set, evaluated on the
-test set; a tuning run whose loss diverges counts as such. Every run: the CNN, --workers in-process workers, --epochs epochs,
---batch-size images per worker and step, Nesterov SGD, a one-epoch warm-up
-(a tenth of the run under ten epochs);
-QSR's Hbase is 4 and α = (4/3)·η, flock train's defaults.
+// studyHelp returns the help of study name.
+func studyHelp(name string) func(w io.Writer) {
+	return func(w io.Writer) {
+		var o studyOptions
+		fs := studyFlags(name, &o)
+		fmt.Fprintf(w, `Usage: flock experiment %s [flags]
+
+%s
+
+Every arm runs at its own best learning rate. It trains once per rate of
+--rates (seed 1) on the training set less its last --val-images images,
+evaluated on those; the rate of the highest final validation accuracy is
+the arm's (a tuning run whose loss diverges counts as such). It then trains
+once per seed of --seeds at that rate on the whole training set, evaluated
+on the test set. Every run: the CNN, --workers in-process workers, --epochs
+epochs, --batch-size images per worker and step, cosine decay unless said
+otherwise, a one-epoch warm-up (a tenth of the run under ten epochs).
 
 Runs are appended to DIR/runs.jsonl as they finish (the same command
-resumes); the report is DIR/study.md (tuning, test accuracy with 95%
+resumes); the report is DIR/study.md (tuning, test accuracy with 95%%
 intervals, differences with Welch's intervals) with report.md and the
 figures of flock experiment strategies.
 
 Flags:
-`)
-	fs.SetOutput(w)
-	fs.PrintDefaults()
+`, name, studyAbout[name])
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+	}
 }
 
 // runStudy runs the study name with args.
@@ -216,11 +286,11 @@ func runStudy(name string, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "flock experiment: "+format+"; run 'flock experiment %s --help' for usage\n", append(a, name)...)
 		return exitUsage
 	}
-	if code, done := parseFlags(fs, args, studyHelp, usage, stdout); done {
+	if code, done := parseFlags(fs, args, studyHelp(name), usage, stdout); done {
 		return code
 	}
 	if o.quick {
-		for flagName, v := range map[string]string{"workers": "2", "epochs": "1", "train-images": "2048", "val-images": "512", "rates": "0.05,0.1", "seeds": "1,2"} {
+		for flagName, v := range map[string]string{"workers": "2", "epochs": "1", "train-images": "2048", "val-images": "512", "rates": strings.Join(strings.Split(studies[name].rates, ",")[:2], ","), "seeds": "1,2"} {
 			if !flagGiven(fs, flagName) {
 				if err := fs.Set(flagName, v); err != nil {
 					return usage("%v", err)
@@ -231,7 +301,11 @@ func runStudy(name string, args []string, stdout, stderr io.Writer) int {
 	if o.jobs < 1 || o.threads < 0 {
 		return usage("jobs %d, threads %d: want jobs ≥ 1, threads ≥ 0", o.jobs, o.threads)
 	}
-	set, err := studies[name](o)
+	base, err := studyBase(o, studies[name].rates)
+	if err != nil {
+		return usage("%v", err)
+	}
+	set, err := studies[name].make(o, base)
 	if err != nil {
 		return usage("%v", err)
 	}
@@ -305,7 +379,7 @@ func runStudy(name string, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	command := strings.Join(append([]string{"flock", "experiment", name}, args...), " ")
-	if err := experiment.WriteStudy(o.out, studyTitles[name], command, set, done); err != nil {
+	if err := experiment.WriteStudy(o.out, studies[name].title, command, set, done); err != nil {
 		fmt.Fprintf(stderr, "flock experiment: %v\n", err)
 		return exitFailure
 	}

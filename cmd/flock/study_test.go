@@ -95,3 +95,33 @@ func TestStudyQuick(t *testing.T) {
 		t.Errorf("second start trained again: runs.jsonl grew from %d to %d bytes", len(before), len(after))
 	}
 }
+
+// TestStudyDryRun lists each study's tuning runs: every arm at every
+// default rate, holding out the validation images.
+func TestStudyDryRun(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		arms  int
+		rates []string
+		want  string
+	}{
+		{"qsr", 14, []string{"0.05", "0.1", "0.2"}, "tune/power1-cosine/lr0.1"},
+		{"decentralized", 4, []string{"0.05", "0.1", "0.2"}, "--lr 0.2 --strategy dmsgd --topology one-peer-exp"},
+		{"jointspar", 3, []string{"16", "32", "64"}, "--lr 32 --strategy jointspar --budget 0.5 --balanced-draws --optimizer lars --lars-adapt-all"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{"experiment", c.name, "--dry-run", "--out", t.TempDir()}, &stdout, &stderr); code != exitOK {
+			t.Fatalf("%s: exit %d\n%s", c.name, code, stderr.String())
+		}
+		out := stdout.String()
+		tune := strings.Count(out, "  tune/")
+		if tune != c.arms*len(c.rates) || !strings.Contains(out, c.want) || strings.Count(out, "--val-images 5000") != tune {
+			t.Errorf("%s: %d tuning runs (want %d), %q in them: %v\n%s", c.name, tune, c.arms*len(c.rates), c.want, strings.Contains(out, c.want), out)
+		}
+		for _, r := range c.rates {
+			if !strings.Contains(out, "/lr"+r+" ") {
+				t.Errorf("%s: no tuning run at rate %s", c.name, r)
+			}
+		}
+	}
+}
