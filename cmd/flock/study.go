@@ -30,11 +30,11 @@ const (
 
 // studyOptions are the flags of a named study.
 type studyOptions struct {
-	out, data, rates, seeds     string
-	workers, epochs, batch      int
-	trainImages, valImages      int
-	jobs, threads               int
-	quick, dryRun, report, list bool
+	out, data, rates, seeds string
+	workers, epochs, batch  int
+	trainImages, valImages  int
+	jobs, threads           int
+	quick, dryRun, report   bool
 }
 
 func studyFlags(name string, o *studyOptions) *flag.FlagSet {
