@@ -90,7 +90,7 @@ type Settings struct {
 	// InnerH steps of a round (Options.NodeSize); 0: one level.
 	InnerH   int `json:"inner_h,omitempty"`
 	NodeSize int `json:"node_size,omitempty"`
-	// Fragments and Overlap stream Local's synchronizations
+	// Fragments and Overlap stream Local's and DiLoCo's synchronizations
 	// (Options.Fragments, Options.Overlap).
 	Fragments int `json:"fragments,omitempty"`
 	Overlap   int `json:"overlap,omitempty"`
@@ -128,8 +128,8 @@ func (s *Settings) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&s.SyncBits, "sync-bits", s.SyncBits, fmt.Sprintf("local and diloco send what a synchronization averages (local: the change since the last one; diloco: the pseudo-gradient) in `BITS` 8 or 4, with a scale per %d values (0: float32)", train.DefaultQuantBlock))
 	fs.IntVar(&s.InnerH, "inner-h", s.InnerH, "local and diloco on two levels: also average inside each node every `H` steps of a round (0: one level)")
 	fs.IntVar(&s.NodeSize, "node-size", s.NodeSize, "with --inner-h, the workers per node, `N` consecutive ranks (0: the launcher's LOCAL_WORLD_SIZE; in-process workers need it)")
-	fs.IntVar(&s.Fragments, "fragments", s.Fragments, "local: cut the model into `P` fragments synchronized at staggered steps of each round, a P-th of the bytes each (0 or 1: the whole model at the round's end)")
-	fs.IntVar(&s.Overlap, "overlap", s.Overlap, "local: each synchronization's all-reduce runs while the next `STEPS` local steps compute, and its mean is merged then, keeping the worker's own progress since (0: wait for it)")
+	fs.IntVar(&s.Fragments, "fragments", s.Fragments, "local and diloco: cut the model into `P` fragments synchronized at staggered steps of each round, a P-th of the bytes each (0 or 1: the whole model at the round's end)")
+	fs.IntVar(&s.Overlap, "overlap", s.Overlap, "local and diloco: each synchronization's all-reduce runs while the next `STEPS` local steps compute, and its mean is merged then, keeping the worker's own progress since (0: wait for it)")
 	fs.BoolVar(&s.ErrorFeedback, "error-feedback", s.ErrorFeedback, "with --sync-bits, each worker adds what quantization took from its last contribution to the next")
 }
 
@@ -167,8 +167,6 @@ func (s *Settings) Validate(name string) error {
 		return fmt.Errorf("node-size %d needs inner-h", s.NodeSize)
 	case s.Fragments < 0 || s.Overlap < 0:
 		return fmt.Errorf("fragments %d, overlap %d: want ≥ 0", s.Fragments, s.Overlap)
-	case (s.Fragments > 1 || s.Overlap > 0) && name != "local":
-		return fmt.Errorf("fragments and overlap stream Local SGD's synchronizations, not %s's", name)
 	case (s.Fragments > 1 || s.Overlap > 0) && (s.SyncBits != 0 || s.InnerH > 0):
 		return fmt.Errorf("fragments and overlap send float32s on one level: drop sync-bits and inner-h, or them")
 	}

@@ -109,11 +109,11 @@ func (d *DiLoCo) Setup(s *train.StepContext) error {
 		d.loadPrev.Release()
 		d.loadMom.Release()
 		d.loadPrev, d.loadMom = nil, nil
-		return nil
+		return d.setupStream()
 	}
 	d.fp.Gather()
 	d.prev.CopyFrom(d.flat)
-	return nil
+	return d.setupStream()
 }
 
 // AfterBackward implements train.Strategy.
@@ -122,6 +122,9 @@ func (d *DiLoCo) AfterBackward(*train.StepContext) error { return nil }
 // AfterStep implements train.Strategy: at the end of a round it averages
 // the pseudo-gradients and takes the outer step.
 func (d *DiLoCo) AfterStep(s *train.StepContext) error {
+	if d.stream != nil {
+		return d.streamStep(s)
+	}
 	done, err := d.step(s)
 	if err != nil {
 		return err
@@ -187,17 +190,27 @@ func (d *DiLoCo) outerStep(s *train.StepContext) (float64, error) {
 // State implements train.Stateful: θ_prev, the outer momentum, the round
 // and the accounting.
 func (d *DiLoCo) State() (map[string]*tensor.Tensor, map[string]string) {
+	if d.stream != nil {
+		// The accounting must hold the all-reduce in flight.
+		_ = d.wait()
+	}
 	sc := d.scalars()
 	sc["outer.has_momentum"] = strconv.FormatBool(d.hasMom)
 	sc["outer"] = fmt.Sprintf("%+v", d.outer)
 	ts := d.quantState()
 	ts["prev"], ts["outer.momentum"] = d.prev.Clone(), d.mom.Clone()
+	if d.stream != nil {
+		d.streamState(ts, sc)
+	}
 	return ts, sc
 }
 
 // LoadState implements train.Stateful. It runs before Setup.
 func (d *DiLoCo) LoadState(ts map[string]*tensor.Tensor, sc map[string]string) error {
 	ts, err := d.loadQuantState(ts)
+	if err == nil {
+		ts, err = d.loadStreamState(ts, sc)
+	}
 	if err != nil {
 		return err
 	}
@@ -224,6 +237,7 @@ func (d *DiLoCo) LoadState(ts map[string]*tensor.Tensor, sc map[string]string) e
 
 // Close frees the strategy's buffers.
 func (d *DiLoCo) Close() {
+	d.streamClose()
 	d.release()
 	for _, t := range []*tensor.Tensor{d.prev, d.mom, d.delta, d.loadPrev, d.loadMom} {
 		if t != nil {
@@ -231,4 +245,39 @@ func (d *DiLoCo) Close() {
 		}
 	}
 	d.prev, d.mom, d.delta, d.loadPrev, d.loadMom = nil, nil, nil, nil, nil
+}
+
+// setupStream lays out streaming synchronization, if any (stream.go):
+// each fragment sends its pseudo-gradient θ_prev − θ and, when the mean
+// arrives, takes the outer step on its own part of θ_prev and of the
+// momentum (zero-initialized, so that the first step is Δ itself, as in
+// outerStep), the fragment's new common values being θ_prev's.
+func (d *DiLoCo) setupStream() error {
+	if d.stream == nil {
+		return nil
+	}
+	d.stream.toSend = func(v *tensor.Tensor, lo, hi int) {
+		prev := d.prev.Slice(0, lo, hi)
+		defer prev.Release()
+		v.MulScalarInPlace(-1)
+		v.AddInPlace(prev)
+	}
+	d.stream.fromMean = func(delta *tensor.Tensor, lo, hi int) {
+		prev, mom := d.prev.Slice(0, lo, hi), d.mom.Slice(0, lo, hi)
+		defer prev.Release()
+		defer mom.Release()
+		step := delta
+		if mu := d.outer.Momentum; mu > 0 {
+			mom.MulScalarInPlace(mu)
+			mom.AddInPlace(delta)
+			if d.outer.Nesterov {
+				delta.AddScaledInPlace(mu, mom)
+			} else {
+				step = mom
+			}
+		}
+		prev.AddScaledInPlace(-d.outer.LR, step)
+		delta.CopyFrom(prev)
+	}
+	return d.streamSetup()
 }

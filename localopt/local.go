@@ -50,7 +50,7 @@ type Options struct {
 	// HierarchicalModelAverager, with QSR at the outer level). 0: one
 	// level.
 	NodeSize, InnerH int
-	// Fragments cuts Local's synchronizations into that many fragments,
+	// Fragments cuts the synchronizations into that many fragments,
 	// synchronized at staggered steps of each round, and Overlap lets
 	// each run behind that many local steps (see stream.go): streaming
 	// synchronization. Neither: the whole model at the round's end.

@@ -35,6 +35,11 @@ import (
 // evaluations and checkpoints wait for its all-reduce without merging it,
 // and a checkpoint holds the all-reduce's result and the launch values, so
 // that a resumed run merges at the same step with the same values.
+//
+// DiLoCo streams the same way: a fragment sends its pseudo-gradient
+// θ_prev − θ(t), and at the merge takes the outer step on its own part of
+// θ_prev and of the outer momentum; θ_prev's new values take the mean's
+// place in the rule above.
 
 // stream is the state of streaming synchronization.
 type stream struct {
@@ -48,6 +53,12 @@ type stream struct {
 	inFlight, waited time.Duration
 	// load is a checkpoint's flight, until Setup.
 	load *flight
+	// toSend turns a fragment's values at the launch, elements [lo, hi)
+	// of the flat buffer, into what is averaged, and fromMean their mean
+	// into the fragment's new common values, in place; nil for Local,
+	// which averages the values themselves. DiLoCo averages
+	// pseudo-gradients and takes an outer step on the fragment.
+	toSend, fromMean func(v *tensor.Tensor, lo, hi int)
 }
 
 // flight is a fragment synchronization under way: elements [lo, hi) of
@@ -79,8 +90,6 @@ func newStream(opt Options, kind string) (*stream, error) {
 		return nil, fmt.Errorf("%s: fragments %d, overlap %d: want ≥ 0", kind, opt.Fragments, opt.Overlap)
 	case opt.Fragments <= 1 && opt.Overlap == 0:
 		return nil, nil
-	case kind != "local":
-		return nil, fmt.Errorf("%s: streaming synchronization (fragments, overlap) is Local's", kind)
 	case opt.Quantization.On():
 		return nil, fmt.Errorf("%s: streaming synchronization sends float32s: drop the quantization or the fragments and overlap", kind)
 	case opt.NodeSize > 0:
@@ -169,6 +178,9 @@ func (c *core) launch(s *train.StepContext, lo, hi int) {
 		stage: tensor.Zeros(tensor.Shape{hi - lo + 2}, tensor.Of(c.flat.DType()), tensor.On(c.flat.Device())), done: make(chan struct{})}
 	body, slots := f.stage.Slice(0, 0, hi-lo), f.stage.Slice(0, hi-lo, hi-lo+2)
 	body.CopyFrom(frag)
+	if c.stream.toSend != nil {
+		c.stream.toSend(body, lo, hi)
+	}
 	c.ConsensusSlotsTensor(s, slots)
 	body.Release()
 	slots.Release()
@@ -215,6 +227,9 @@ func (c *core) merge(s *train.StepContext) error {
 	n := f.hi - f.lo
 	frag := c.flat.Slice(0, f.lo, f.hi)
 	body, slots := f.stage.Slice(0, 0, n), f.stage.Slice(0, n, n+2)
+	if st.fromMean != nil {
+		st.fromMean(body, f.lo, f.hi)
+	}
 	frag.AddInPlace(body)
 	frag.AddScaledInPlace(-1, f.snap)
 	frag.Release()
