@@ -16,7 +16,11 @@ import (
 // the barrier first must not fail the others, which may still wait for
 // messages of the barrier's last rounds; nobody logs a failure.
 func TestTCPCloseAfterBarrier(t *testing.T) {
-	for _, n := range []int{3, 4, 5} {
+	for _, c := range []struct {
+		n   int
+		shm bool
+	}{{3, false}, {4, false}, {5, false}, {3, true}, {4, true}} {
+		n, shm := c.n, c.shm
 		for range 8 {
 			var logs strings.Builder
 			var mu sync.Mutex
@@ -29,7 +33,7 @@ func TestTCPCloseAfterBarrier(t *testing.T) {
 			for r := range n {
 				wg.Go(func() {
 					comms[r], errs[r] = dist.DialTCP(ctx, dist.TCPConfig{Rank: r, Size: n, Addrs: addrs, Listener: lns[r], Token: tcpTestToken,
-						Timeout: 5 * time.Second, NoSharedMemory: true, Logger: log})
+						Timeout: 5 * time.Second, NoSharedMemory: !shm, Logger: log})
 				})
 			}
 			wg.Wait()
