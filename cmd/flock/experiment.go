@@ -203,7 +203,7 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	if len(args) > 0 {
-		if _, ok := studies[args[0]]; ok {
+		if _, ok := experiment.Studies[args[0]]; ok {
 			return runStudy(args[0], args[1:], stdout, stderr)
 		}
 	}
