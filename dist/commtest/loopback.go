@@ -38,13 +38,7 @@ func Loopback(t testing.TB, k int, shm bool) []dist.Comm {
 		})
 	}
 	wg.Wait()
-	t.Cleanup(func() {
-		for _, c := range comms {
-			if c != nil {
-				c.Close()
-			}
-		}
-	})
+	t.Cleanup(func() { closeAll(comms) })
 	for r, err := range errs {
 		if err != nil {
 			t.Fatalf("rank %d: %v", r, err)

@@ -36,11 +36,7 @@ func (s *suite) comms(t *testing.T, n int) []dist.Comm {
 	if len(cs) != n {
 		t.Fatalf("factory returned %d comms, want %d", len(cs), n)
 	}
-	t.Cleanup(func() {
-		for _, c := range cs {
-			c.Close()
-		}
-	})
+	t.Cleanup(func() { closeAll(cs) })
 	for r, c := range cs {
 		if c.Rank() != r || c.Size() != n {
 			t.Fatalf("comm %d: Rank %d Size %d, want %d %d", r, c.Rank(), c.Size(), r, n)
@@ -842,4 +838,16 @@ func (s *suite) close(t *testing.T) {
 			}
 		}
 	})
+}
+
+// closeAll closes the ranks of a job together, as its processes do: a
+// closing rank may wait for its peers to close too.
+func closeAll(cs []dist.Comm) {
+	var wg sync.WaitGroup
+	for _, c := range cs {
+		if c != nil {
+			wg.Go(func() { c.Close() })
+		}
+	}
+	wg.Wait()
 }
