@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -192,7 +193,11 @@ func runStudy(name string, args []string, stdout, stderr io.Writer) int {
 			recs = append(recs, d)
 		}
 	}
-	command := strings.Join(append([]string{"flock", "experiment", name}, args...), " ")
+	// The report names the command that makes the study, which
+	// --report-only only rewrites.
+	command := strings.Join(append([]string{"flock", "experiment", name}, slices.DeleteFunc(slices.Clone(args), func(a string) bool {
+		return a == "--report-only" || a == "-report-only"
+	})...), " ")
 	if err := experiment.WriteStudy(o.out, experiment.Studies[name].Title, command, set, done); err != nil {
 		fmt.Fprintf(stderr, "flock experiment: %v\n", err)
 		return exitFailure
