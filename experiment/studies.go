@@ -63,6 +63,9 @@ func (n NamedStudy) Make(o StudyOptions) ([]Study, error) {
 // (the CNN, K workers, a one-epoch warm-up — a tenth of the run under ten
 // epochs —, an evaluation every 3 epochs).
 func studyBase(o StudyOptions) (Study, error) {
+	if o.Setup == nil {
+		return Study{}, fmt.Errorf("a study needs StudyOptions.Setup")
+	}
 	if o.Workers < 2 || o.Epochs < 1 || o.Batch < 1 || o.TrainImages < 0 || o.ValImages < 1 || len(o.Rates) == 0 || len(o.Seeds) == 0 {
 		return Study{}, fmt.Errorf("workers %d, epochs %d, batch-size %d, train-images %d, val-images %d: want workers ≥ 2, epochs, batch-size, val-images ≥ 1, train-images ≥ 0, rates and seeds",
 			o.Workers, o.Epochs, o.Batch, o.TrainImages, o.ValImages)

@@ -82,6 +82,15 @@ func (s Study) Tuning() []Run {
 	return runs
 }
 
+// Runs returns the study's runs whose flags are known: every tuning run,
+// then the final runs of the arms whose tuning is in done; and whether
+// every run there will be is in done.
+func (s Study) Runs(done map[string]Record) (runs []Run, complete bool) {
+	f, tuning := s.Final(done)
+	runs = append(s.Tuning(), f...)
+	return runs, len(tuning) == 0 && CountDone(runs, done) == len(runs)
+}
+
 // Final returns the runs at the chosen rates of the arms whose tuning is
 // in done, and the names of the arms still being tuned.
 func (s Study) Final(done map[string]Record) (runs []Run, tuning []string) {

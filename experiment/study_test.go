@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -44,6 +45,20 @@ func TestStudyPlan(t *testing.T) {
 	}
 	if lr, acc, ok := s.Chosen(s.Arms[0], done); !ok || lr != 0.2 || acc != 0.7 {
 		t.Errorf("Chosen(a) = %v, %v, %v; want 0.2, 0.7, true", lr, acc, ok)
+	}
+	if runs, complete := s.Runs(done); complete || len(runs) != 6+3 {
+		t.Errorf("Runs with b untuned: %d runs, complete %v; want 9, false", len(runs), complete)
+	}
+	for _, lr := range s.Rates {
+		done[TuneID("b", lr)] = Record{TestAcc: 0.5}
+	}
+	for _, arm := range []string{"a", "b"} {
+		for _, seed := range s.Seeds {
+			done[fmt.Sprintf("%s/seed%d", arm, seed)] = Record{}
+		}
+	}
+	if runs, complete := s.Runs(done); !complete || len(runs) != 6+6 {
+		t.Errorf("Runs with every run done: %d runs, complete %v; want 12, true", len(runs), complete)
 	}
 	// A second call must not share the common flags' backing array.
 	f2, _ := s.Final(done)

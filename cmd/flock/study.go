@@ -130,17 +130,16 @@ func runStudy(name string, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "flock experiment: %v\n", err)
 		return exitFailure
 	}
-	// plan lists the runs whose flags are known: every tuning run, and the
-	// final runs of the arms whose tuning is done.
-	plan := func() (runs []experiment.Run, tuning []string) {
-		for _, s := range set {
-			f, t := s.Final(done)
-			runs = append(append(runs, s.Tuning()...), f...)
-			tuning = append(tuning, t...)
-		}
-		return runs, tuning
+	// The runs whose flags are known, and the arms still being tuned.
+	var (
+		runs   []experiment.Run
+		tuning []string
+	)
+	for _, s := range set {
+		r, _ := s.Runs(done)
+		_, t := s.Final(done)
+		runs, tuning = append(runs, r...), append(tuning, t...)
 	}
-	runs, tuning := plan()
 	if !sameArgs(runs, done, path, stderr) {
 		return exitFailure
 	}
@@ -173,9 +172,8 @@ func runStudy(name string, args []string, stdout, stderr io.Writer) int {
 		// grows as tuning finishes, so run until it stops growing.
 		for _, s := range set {
 			for {
-				f, _ := s.Final(done)
-				runs := append(s.Tuning(), f...)
-				if experiment.CountDone(runs, done) == len(runs) && len(f) == len(s.Arms)*len(s.Seeds) {
+				runs, complete := s.Runs(done)
+				if complete {
 					break
 				}
 				g := &experiment.Grid{Runs: runs, Done: done, Path: path, Jobs: o.jobs, Setup: gridSetup,
@@ -185,12 +183,15 @@ func runStudy(name string, args []string, stdout, stderr io.Writer) int {
 				}
 			}
 		}
-		runs, _ = plan()
 	}
+	// The report's figures show the runs at the chosen rates.
 	var recs []experiment.Record
-	for _, r := range runs {
-		if d, ok := done[r.ID]; ok && !strings.HasPrefix(r.ID, "tune/") {
-			recs = append(recs, d)
+	for _, s := range set {
+		f, _ := s.Final(done)
+		for _, r := range f {
+			if d, ok := done[r.ID]; ok {
+				recs = append(recs, d)
+			}
 		}
 	}
 	// The report names the command that makes the study, which
