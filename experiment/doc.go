@@ -9,5 +9,7 @@
 // where it stopped. Project puts each record on P nodes of a network in the
 // α–β model of package netmodel, and WriteReport writes the projected runs
 // as JSON Lines, a Markdown table (mean ± standard deviation over the
-// seeds) and SVG figures. flock experiment is the command around it.
+// seeds) and SVG figures. StrategyRuns lists the runs of the strategies
+// grid (StrategyGrid), Studies the named studies that tune each arm's
+// learning rate. flock experiment is the command around it.
 package experiment

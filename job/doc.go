@@ -19,4 +19,11 @@
 // the others. A worker that fails closes its Comm, so that the others stop
 // with an error naming it instead of waiting; Run returns the first
 // failure as a *WorkerError.
+//
+// Around the loop: ParseDevice and Device.Open give the device a process
+// trains on (cpu, cuda, cuda:N), JoinWorld the world communicator of a
+// launched rank (NCCL between GPUs, TCP or shared memory otherwise);
+// WriteJSONLine writes a run's RunRecord, its train.Records and its
+// SummaryRecord as JSON Lines, and OpenTensorBoard its records as
+// TensorBoard scalars.
 package job

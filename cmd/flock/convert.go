@@ -307,17 +307,9 @@ func runConvert(args []string, stdout, stderr io.Writer) int {
 // imageField returns the image field settings of the flags.
 func imageField(o convertOptions) (beton.RGBImageField, error) {
 	f := beton.RGBImageField{MaxResolution: o.maxRes, JPEGQuality: o.quality, CompressProbability: o.compressProb, SmartThreshold: o.smartThreshold}
-	switch o.writeMode {
-	case "raw":
-		f.Mode = beton.WriteRaw
-	case "jpg", "jpeg":
-		f.Mode = beton.WriteJPEG
-	case "smart":
-		f.Mode = beton.WriteSmart
-	case "proportion":
-		f.Mode = beton.WriteProportion
-	default:
-		return f, fmt.Errorf("write mode %q: want raw, jpg, smart or proportion", o.writeMode)
+	var err error
+	if f.Mode, err = beton.ParseImageMode(o.writeMode); err != nil {
+		return f, err
 	}
 	if o.quality < 1 || o.quality > 100 {
 		return f, fmt.Errorf("jpeg quality %d: want 1–100", o.quality)

@@ -1,48 +1,12 @@
 package main
 
 import (
-	"context"
-	"net"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/flockml/flock/backend/cpu"
 	"github.com/flockml/flock/backend/cuda"
-	"github.com/flockml/flock/dist"
-	"github.com/flockml/flock/tensor"
-	"github.com/flockml/flock/train"
+	"github.com/flockml/flock/job"
 )
-
-// TestParseDevice checks the values --device accepts.
-func TestParseDevice(t *testing.T) {
-	t.Parallel()
-	for _, c := range []struct {
-		in   string
-		want deviceChoice
-		ok   bool
-	}{
-		{"cpu", deviceChoice{}, true},
-		{"cuda", deviceChoice{gpu: true, index: -1}, true},
-		{"cuda:0", deviceChoice{gpu: true}, true},
-		{"cuda:3", deviceChoice{gpu: true, index: 3}, true},
-		{"cuda:", deviceChoice{}, false},
-		{"cuda:-1", deviceChoice{}, false},
-		{"cuda:+1", deviceChoice{}, false},
-		{"cuda:01", deviceChoice{}, false},
-		{"gpu", deviceChoice{}, false},
-		{"CPU", deviceChoice{}, false},
-		{"", deviceChoice{}, false},
-	} {
-		got, err := parseDevice(c.in)
-		if (err == nil) != c.ok || got != c.want {
-			t.Errorf("parseDevice(%q) = %+v, %v: want %+v, ok %v", c.in, got, err, c.want, c.ok)
-		}
-		if err == nil && got.String() != c.in {
-			t.Errorf("parseDevice(%q).String() = %q", c.in, got.String())
-		}
-	}
-}
 
 // TestTrainDeviceWithoutGPU checks that flock train --device cuda on a
 // machine without a GPU fails at once, in one line naming the CUDA driver
@@ -64,17 +28,17 @@ func TestTrainDeviceWithoutGPU(t *testing.T) {
 // way to get them.
 func TestGPUWorkers(t *testing.T) {
 	t.Parallel()
-	gpu := deviceChoice{gpu: true, index: -1}
+	gpu := job.Device{GPU: true, Index: -1}
 	for _, c := range []struct {
 		name           string
-		dc             deviceChoice
+		dc             job.Device
 		workers        int
 		given, launchd bool
 		want           int
 		err            string
 	}{
-		{"cpu keeps the default", deviceChoice{}, 4, false, false, 4, ""},
-		{"cpu keeps the choice", deviceChoice{}, 8, true, false, 8, ""},
+		{"cpu keeps the default", job.Device{}, 4, false, false, 4, ""},
+		{"cpu keeps the choice", job.Device{}, 8, true, false, 8, ""},
 		{"gpu default", gpu, 4, false, false, 1, ""},
 		{"gpu one", gpu, 1, true, false, 1, ""},
 		{"gpu launched", gpu, 1, false, true, 1, ""},
@@ -100,50 +64,4 @@ func TestTrainGPUWorkersRefused(t *testing.T) {
 	runCLICases(t, []cliCase{
 		{"workers 4", []string{"train", "--device", "cuda", "--workers", "4"}, exitUsage, nil, []string{"flock train: --device cuda trains one worker per process (--workers 1): for 4 workers start one process per GPU"}, false},
 	})
-}
-
-// TestNCCLWorld checks which world a launched process joins: NCCL on a GPU
-// except for Swarm, TCP on the CPU.
-func TestNCCLWorld(t *testing.T) {
-	t.Parallel()
-	gpu := tensor.Device((*cuda.Backend)(nil))
-	for _, c := range []struct {
-		dev      tensor.Device
-		strategy string
-		want     bool
-	}{
-		{gpu, "dp", true},
-		{gpu, "local", true},
-		{gpu, "dmsgd", true},
-		{gpu, "jointspar", true},
-		{gpu, "swarm", false},
-		{cpu.Default(), "dp", false},
-		{nil, "dp", false},
-	} {
-		k, ok := train.LookupStrategy(c.strategy)
-		if !ok {
-			t.Fatalf("strategy %s is not registered", c.strategy)
-		}
-		if got := ncclWorld(c.dev, k.Transport); got != c.want {
-			t.Errorf("ncclWorld(%T, %s) = %v, want %v", c.dev, c.strategy, got, c.want)
-		}
-	}
-}
-
-// TestJoinWorldGoesToNCCL checks that a launched process on a GPU joins
-// its world through NCCL, not TCP: with a GPU backend that is no real one
-// the rendezvous succeeds and NCCL's communicator refuses it.
-func TestJoinWorldGoesToNCCL(t *testing.T) {
-	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	env := dist.Env{Rank: 0, Size: 2, LocalSize: 2, MasterAddr: "127.0.0.1", MasterPort: port, Token: []byte("join-world-test-token")}
-	c, err := joinWorld(context.Background(), env, (*cuda.Backend)(nil), train.Collectives, dist.InitOptions{Timeout: 5 * time.Second})
-	if c != nil || err == nil || !strings.HasPrefix(err.Error(), "nccl: ") {
-		t.Fatalf("joinWorld on a GPU = %v, %v; want NCCL's error", c, err)
-	}
 }

@@ -18,73 +18,12 @@ import (
 	"github.com/flockml/flock/internal/term"
 	"github.com/flockml/flock/job"
 	"github.com/flockml/flock/netmodel"
-	"github.com/flockml/flock/nn/models"
 	"github.com/flockml/flock/train"
 )
 
 func init() {
 	extraCommands = append(extraCommands, command{"experiment", "run a grid of training runs and report accuracy against communication", runExperiment, experimentHelp})
 }
-
-// gridStrategy is one strategy of the grid: the flock train flags that
-// select it, on top of the experiment's common ones.
-type gridStrategy struct {
-	name, label string
-	args        func(epochs int) []string
-}
-
-// fixed returns args whatever the number of epochs.
-func fixed(args ...string) func(int) []string { return func(int) []string { return args } }
-
-// The learning rates of the grid: 0.05 for SGD (Nesterov momentum) — at
-// 8 workers × 128 images data parallel's batch is 1024, and flock train's
-// 0.15 for 4 workers diverges there on some seeds —, AdamW's usual 10⁻³,
-// and LARS's, untuned for JointSpar's shared draws and tuned for LARS and
-// balanced draws; QSR's α keeps α/η at the peak the same (4/3)
-// for SGD and AdamW, so that H starts at Hbase in both.
-const (
-	sgdLR      = "0.05"
-	sgdAlpha   = "0.0667"
-	adamwLR    = "1e-3"
-	adamwAlpha = "1.33e-3"
-	// larsLR is the best of 4, 8, 16, 32, 48 and 64 for balanced draws
-	// and of 16, 32, 48 and 64 for data-parallel LARS, both with the
-	// trust ratio on every parameter, seed 1.
-	larsLR = "32"
-)
-
-// strategyGrid is every strategy of flock experiment strategies.
-var strategyGrid = []gridStrategy{
-	{"dp", "Data parallel", fixed("--strategy", "dp")},
-	{"local-h2", "Local SGD, H = 2", fixed("--strategy", "local", "--sync", "constant", "--h", "2")},
-	{"local-h8", "Local SGD, H = 8", fixed("--strategy", "local", "--sync", "constant", "--h", "8")},
-	{"post-local", "Post-local SGD, H = 8", func(epochs int) []string {
-		// The switch at a quarter of the run, where the cosine
-		// schedule's rate has fallen by 15%.
-		return []string{"--strategy", "local", "--sync", "post-local", "--h", "8", "--post-local-switch", strconv.FormatFloat(float64(epochs)/4, 'g', -1, 64)}
-	}},
-	{"local-power1", "Local SGD, H ∝ η⁻¹", fixed("--strategy", "local", "--sync", "power", "--power-gamma", "1", "--h-base", "2", "--qsr-alpha", sgdAlpha)},
-	{"local-qsr", "Local SGD, QSR (H ∝ η⁻²)", fixed("--strategy", "local", "--sync", "qsr", "--h-base", "2", "--qsr-alpha", sgdAlpha)},
-	{"local-qsr-nodes", "Local SGD, QSR across nodes of 4, H = 1 inside", fixed("--strategy", "local", "--sync", "qsr", "--h-base", "2", "--qsr-alpha", sgdAlpha, "--inner-h", "1", "--node-size", "4")},
-	{"local-qsr-q8", "Local SGD, QSR, 8-bit sync", fixed("--strategy", "local", "--sync", "qsr", "--h-base", "2", "--qsr-alpha", sgdAlpha, "--sync-bits", "8", "--error-feedback")},
-	{"local-qsr-stream", "Local SGD, QSR, 4 fragments, overlap 1", fixed("--strategy", "local", "--sync", "qsr", "--h-base", "2", "--qsr-alpha", sgdAlpha, "--fragments", "4", "--overlap", "1")},
-	{"local-power3", "Local SGD, H ∝ η⁻³", fixed("--strategy", "local", "--sync", "power", "--power-gamma", "3", "--h-base", "2", "--qsr-alpha", sgdAlpha)},
-	{"adamw-qsr", "Local AdamW, QSR", fixed("--strategy", "local", "--optimizer", "adamw", "--lr", adamwLR, "--weight-decay", "0.05", "--sync", "qsr", "--h-base", "2", "--qsr-alpha", adamwAlpha)},
-	{"diloco", "DiLoCo, H = 8", fixed("--strategy", "diloco", "--optimizer", "adamw", "--lr", adamwLR, "--weight-decay", "0.05", "--sync", "constant", "--h", "8")},
-	{"diloco-qsr", "DiLoCo, QSR", fixed("--strategy", "diloco", "--optimizer", "adamw", "--lr", adamwLR, "--weight-decay", "0.05", "--sync", "qsr", "--h-base", "2", "--qsr-alpha", adamwAlpha)},
-	{"dmsgd-exp", "DmSGD, exponential graph", fixed("--strategy", "dmsgd", "--topology", "exp")},
-	{"dmsgd-one-peer", "DmSGD, one-peer exp. graph", fixed("--strategy", "dmsgd", "--topology", "one-peer-exp")},
-	{"dmsgd-ring", "DmSGD, ring", fixed("--strategy", "dmsgd", "--topology", "ring")},
-	{"swarm", "Swarm SGD, H = 2", fixed("--strategy", "swarm", "--topology", "full", "--local-steps", "2")},
-	{"swarm-q8", "Swarm SGD, H = 2, 8-bit", fixed("--strategy", "swarm", "--topology", "full", "--local-steps", "2", "--quant-bits", "8")},
-	{"jointspar-lars", "JointSpar-LARS, budget 0.5", fixed("--strategy", "jointspar", "--budget", "0.5", "--optimizer", "lars", "--lr", "1")},
-	{"lars", "Data parallel, LARS", fixed("--strategy", "dp", "--optimizer", "lars", "--lars-adapt-all", "--lr", larsLR)},
-	{"jointspar-balanced", "JointSpar-LARS, budget 0.5, balanced draws", fixed("--strategy", "jointspar", "--budget", "0.5", "--balanced-draws", "--optimizer", "lars", "--lars-adapt-all", "--lr", larsLR)},
-}
-
-// quickStrategies are the strategies of --quick: one of each
-// communication pattern, and a schedule whose H changes.
-var quickStrategies = []string{"dp", "local-h2", "local-qsr", "dmsgd-exp", "swarm"}
 
 // The defaults of the full grid: about 17 minutes on two idle cores, well
 // inside the 90 that a full grid may take (see experimentHelp).
@@ -117,7 +56,7 @@ func experimentFlags(o *experimentOptions) *flag.FlagSet {
 	fs.IntVar(&o.threads, "threads", 0, fmt.Sprintf("GOMAXPROCS (0: all %d cores)", runtime.NumCPU()))
 	fs.StringVar(&o.out, "out", expDefaultOut, "`DIR` of the runs (runs.jsonl, appended as runs finish and read back to resume) and of the report")
 	fs.StringVar(&o.data, "data", "", "`DIR` holding the Fashion-MNIST files (default: as flock train)")
-	fs.BoolVar(&o.quick, "quick", false, "a grid of seconds: "+strings.Join(quickStrategies, ", ")+"; 2 workers, 1 epoch on 2048 images, seed 1 (other flags given still apply)")
+	fs.BoolVar(&o.quick, "quick", false, "a grid of seconds: "+strings.Join(experiment.QuickStrategies, ", ")+"; 2 workers, 1 epoch on 2048 images, seed 1 (other flags given still apply)")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "list the runs, marking those already done, and exit")
 	fs.BoolVar(&o.report, "report-only", false, "write the report from the runs already in runs.jsonl, training nothing")
 	fs.StringVar(&o.network, "network", "10gbe", "network of the projection, one of the networks above; --latency, --bandwidth, --allreduce override its values")
@@ -151,8 +90,8 @@ figures acc_bytes.svg, acc_time.svg, curves.svg and h.svg.
 
 The grid (flags added to each run's):
 `)
-	for _, s := range strategyGrid {
-		fmt.Fprintf(w, "  %-19s %s\n", s.name, strings.Join(s.args(expDefaultEpochs), " "))
+	for _, s := range experiment.StrategyGrid {
+		fmt.Fprintf(w, "  %-19s %s\n", s.Name, strings.Join(s.Args(expDefaultEpochs), " "))
 	}
 	fmt.Fprintf(w, `
 Every run: --model MODEL --workers K --epochs E --batch-size B --seed S
@@ -174,7 +113,7 @@ cores each of the K·jobs workers had (min(1, cores/(K·jobs))), that is the
 step of one worker with the machine to itself.
 
 Networks (--network):
-`, len(strategyGrid), expDefaultEpochs)
+`, len(experiment.StrategyGrid), expDefaultEpochs)
 	for _, n := range netmodel.Presets {
 		fmt.Fprintf(w, "  %-6s α = %g s, β = %g B/s, %s all-reduce\n", n.Name, n.Latency, n.Bandwidth, n.AllReduce)
 	}
@@ -232,7 +171,7 @@ func runExperiment(args []string, stdout, stderr io.Writer) int {
 			o.seeds = "1"
 		}
 		if !given("strategies") {
-			o.only = strings.Join(quickStrategies, ",")
+			o.only = strings.Join(experiment.QuickStrategies, ",")
 		}
 	}
 	runs, err := experimentRuns(o)
@@ -364,42 +303,25 @@ func experimentNetwork(o experimentOptions) (netmodel.Network, error) {
 
 // experimentRuns lists the runs o asks for, strategy by strategy.
 func experimentRuns(o experimentOptions) ([]experiment.Run, error) {
-	if !slices.Contains(models.Names(), o.model) {
-		return nil, fmt.Errorf("unknown model %q (models: %s)", o.model, strings.Join(models.Names(), ", "))
-	}
-	if o.workers < 2 || o.epochs < 1 || o.trainImages < 0 || o.batch < 1 {
-		return nil, fmt.Errorf("workers %d, epochs %d, train-images %d, batch-size %d: want workers ≥ 2, epochs and batch-size ≥ 1, train-images ≥ 0", o.workers, o.epochs, o.trainImages, o.batch)
-	}
-	seeds, err := parseList(o.seeds, "seeds", func(s string) (uint64, error) { return strconv.ParseUint(s, 10, 64) })
-	if err != nil {
+	g := experiment.GridOptions{Model: o.model, Workers: o.workers, Epochs: o.epochs, Batch: o.batch, TrainImages: o.trainImages}
+	if err := g.Validate(); err != nil {
 		return nil, err
 	}
-	strategies := strategyGrid
+	var err error
+	if g.Seeds, err = parseList(o.seeds, "seeds", func(s string) (uint64, error) { return strconv.ParseUint(s, 10, 64) }); err != nil {
+		return nil, err
+	}
 	if o.only != "" {
-		names, err := parseList(o.only, "strategies", func(s string) (string, error) {
-			if !slices.ContainsFunc(strategyGrid, func(g gridStrategy) bool { return g.name == s }) {
+		if g.Strategies, err = parseList(o.only, "strategies", func(s string) (string, error) {
+			if !experiment.InStrategyGrid(s) {
 				return "", errors.New("not in the grid")
 			}
 			return s, nil
-		})
-		if err != nil {
+		}); err != nil {
 			return nil, err
 		}
-		strategies = slices.DeleteFunc(slices.Clone(strategyGrid), func(g gridStrategy) bool { return !slices.Contains(names, g.name) })
 	}
-	var runs []experiment.Run
-	for _, s := range strategies {
-		for _, seed := range seeds {
-			args := []string{"--model", o.model, "--workers", strconv.Itoa(o.workers), "--epochs", strconv.Itoa(o.epochs),
-				"--batch-size", strconv.Itoa(o.batch), "--seed", strconv.FormatUint(seed, 10), "--eval-every", "1", "--log-every", "0", "--lr", sgdLR}
-			if o.trainImages > 0 {
-				args = append(args, "--train-images", strconv.Itoa(o.trainImages))
-			}
-			runs = append(runs, experiment.Run{ID: fmt.Sprintf("%s/seed%d", s.name, seed), Strategy: s.name, Label: s.label, Seed: seed,
-				Args: append(args, s.args(o.epochs)...)})
-		}
-	}
-	return runs, nil
+	return experiment.StrategyRuns(g)
 }
 
 // gridSetup is the configuration of a run of the grid: what flock train

@@ -55,8 +55,8 @@ func TestExperimentQuick(t *testing.T) {
 		}
 	}
 	runs := readProjected(t, dir)
-	if len(runs) != len(quickStrategies) {
-		t.Fatalf("%d runs in report.jsonl, want %d", len(runs), len(quickStrategies))
+	if len(runs) != len(experiment.QuickStrategies) {
+		t.Fatalf("%d runs in report.jsonl, want %d", len(runs), len(experiment.QuickStrategies))
 	}
 	m, err := models.Build("cnn", models.FashionMNIST, tensor.NewGenerator(1))
 	if err != nil {
@@ -67,7 +67,7 @@ func TestExperimentQuick(t *testing.T) {
 	// A ring all-reduce sends 2(K−1)/K of the buffer from each worker.
 	dpBytes := int64(steps) * 2 * (k - 1) * paramBytes / k
 	net, _ := netmodel.Preset("10gbe")
-	for _, name := range quickStrategies {
+	for _, name := range experiment.QuickStrategies {
 		r, ok := runs[name+"/seed1"]
 		if !ok {
 			t.Fatalf("no run %s/seed1 in report.jsonl", name)
@@ -102,12 +102,12 @@ func TestExperimentQuick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range strategyGrid {
-		r, ok := runs[s.name+"/seed1"]
+	for _, s := range experiment.StrategyGrid {
+		r, ok := runs[s.Name+"/seed1"]
 		if !ok {
 			continue
 		}
-		row := fmt.Sprintf("| %s | 1 | %.2f ± 0.00 |", s.label, 100*r.TestAcc)
+		row := fmt.Sprintf("| %s | 1 | %.2f ± 0.00 |", s.Label, 100*r.TestAcc)
 		if !strings.Contains(string(md), row) {
 			t.Errorf("report.md has no row starting %q:\n%s", row, md)
 		}
@@ -158,8 +158,8 @@ func TestExperimentDryRun(t *testing.T) {
 		lines int
 		has   string
 	}{
-		{nil, 3 * len(strategyGrid), "jointspar-balanced/seed3   flock train --model cnn --workers 8 --epochs 3"},
-		{[]string{"--quick"}, len(quickStrategies), "--workers 2 --epochs 1 --batch-size 128 --seed 1 --eval-every 1 --log-every 0 --lr 0.05 --train-images 2048 --strategy dp"},
+		{nil, 3 * len(experiment.StrategyGrid), "jointspar-balanced/seed3   flock train --model cnn --workers 8 --epochs 3"},
+		{[]string{"--quick"}, len(experiment.QuickStrategies), "--workers 2 --epochs 1 --batch-size 128 --seed 1 --eval-every 1 --log-every 0 --lr 0.05 --train-images 2048 --strategy dp"},
 		{[]string{"--model", "resnet20", "--seeds", "4", "--strategies", "jointspar-lars,swarm-q8"}, 2, "--model resnet20"},
 	} {
 		var stdout, stderr bytes.Buffer

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flockml/flock/job"
 	"github.com/flockml/flock/tensorboard"
 	"github.com/flockml/flock/train"
 )
@@ -119,56 +120,6 @@ func readTensorBoardDir(t *testing.T, dir string) []tbEvent {
 	return evs[1:]
 }
 
-// TestTensorBoardValues checks the scalars of each kind of record.
-func TestTensorBoardValues(t *testing.T) {
-	t.Parallel()
-	comm := &train.CommStats{Sent: 400, Received: 300, Collectives: 3, Blocked: 0.5, Syncs: 2, DataParallelBytes: 1000, Consensus: 0.01}
-	tags := func(vs []tensorboard.Value) map[string]float64 {
-		m := map[string]float64{}
-		for _, v := range vs {
-			m[v.Tag] = v.Value
-		}
-		return m
-	}
-	for _, c := range []struct {
-		name string
-		rec  train.Record
-		want map[string]float64
-	}{
-		{"train", train.Record{Kind: train.KindTrain, Step: 10, LR: 0.1, Loss: 1.5, Acc: 0.25, ImagesPerSec: 900, DataWait: 0.002, Comm: comm},
-			map[string]float64{"train/loss": 1.5, "train/accuracy": 0.25, "train/lr": 0.1, "train/images_per_s": 900, "train/data_wait_s": 0.002,
-				"comm/bytes_sent": 400, "comm/bytes_received": 300, "comm/collectives": 3, "comm/syncs": 2, "comm/blocked_s": 0.5,
-				"comm/data_parallel_bytes": 1000, "comm/saving": 2.5}},
-		{"train alone, no accuracy, diverged", train.Record{Kind: train.KindTrain, Step: 3, LR: 1, Loss: math.Inf(1), Acc: math.NaN()},
-			map[string]float64{"train/loss": math.Inf(1), "train/lr": 1, "train/images_per_s": 0, "train/data_wait_s": 0}},
-		{"train, nothing sent", train.Record{Kind: train.KindTrain, Step: 1, Comm: &train.CommStats{DataParallelBytes: 8, LayersPerStep: 2.5, PairDistance: 0.3}},
-			map[string]float64{"train/loss": 0, "train/accuracy": 0, "train/lr": 0, "train/images_per_s": 0, "train/data_wait_s": 0,
-				"comm/bytes_sent": 0, "comm/bytes_received": 0, "comm/collectives": 0, "comm/syncs": 0, "comm/blocked_s": 0,
-				"comm/data_parallel_bytes": 8, "comm/layers_per_step": 2.5, "comm/pair_distance": 0.3}},
-		{"train, two levels", train.Record{Kind: train.KindTrain, Step: 2, Comm: &train.CommStats{Sent: 30, Syncs: 1, InnerSent: 20, InnerSyncs: 2}},
-			map[string]float64{"train/loss": 0, "train/accuracy": 0, "train/lr": 0, "train/images_per_s": 0, "train/data_wait_s": 0,
-				"comm/bytes_sent": 30, "comm/bytes_received": 0, "comm/collectives": 0, "comm/syncs": 1, "comm/blocked_s": 0,
-				"comm/data_parallel_bytes": 0, "comm/saving": 0, "comm/inner_bytes_sent": 20, "comm/inner_syncs": 2}},
-		{"eval", train.Record{Kind: train.KindEval, Step: 10, LR: 0.1, Loss: 0.5, Acc: 0.8, ImagesPerSec: 5000, Comm: comm},
-			map[string]float64{"eval/loss": 0.5, "eval/accuracy": 0.8, "eval/images_per_s": 5000}},
-		{"sync", train.Record{Kind: train.KindSync, Step: 8, LR: 0.1, H: 4, Comm: comm},
-			map[string]float64{"sync/h": 4, "sync/consensus": 0.01}},
-		{"unknown kind", train.Record{Kind: "later", Step: 1, Loss: 1}, map[string]float64{}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			got := tags(tensorBoardValues(c.rec))
-			if len(got) != len(c.want) {
-				t.Errorf("tags %v, want %v", got, c.want)
-			}
-			for tag, w := range c.want {
-				if g, ok := got[tag]; !ok || g != w {
-					t.Errorf("%s = %v (%v), want %v", tag, g, ok, w)
-				}
-			}
-		})
-	}
-}
-
 // tensorBoardArgs is a short run of two workers (Local SGD, a
 // synchronization every 4 steps) on the small FFCV Fashion-MNIST file,
 // with a test set: training, evaluation and synchronization records.
@@ -196,7 +147,7 @@ func checkTensorBoardRun(t *testing.T, dir string, out []byte) {
 		switch rec.Kind {
 		case train.KindTrain, train.KindEval, train.KindSync:
 			kinds[rec.Kind]++
-			want = append(want, tbEvent{int64(rec.Step), tensorBoardValues(rec)})
+			want = append(want, tbEvent{int64(rec.Step), job.TensorBoardValues(rec)})
 		}
 	}
 	if kinds[train.KindTrain] == 0 || kinds[train.KindEval] != 2 || kinds[train.KindSync] == 0 {

@@ -359,7 +359,7 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 	if err := o.stream.validate(); err != nil {
 		return usageError(stderr, "%v", err)
 	}
-	if _, err := parseDevice(o.device); err != nil {
+	if _, err := job.ParseDevice(o.device); err != nil {
 		return usageError(stderr, "%v", err)
 	}
 	if o.timeout < 0 {
@@ -443,7 +443,7 @@ func runTrain(args []string, stdout, stderr io.Writer) int {
 	case o.workers > 1 || kind.Alone && !launched:
 		comms = dist.NewLocal(o.workers)
 	case launched:
-		c, err := joinWorld(ctx, env, dev, kind.Transport, dist.InitOptions{Timeout: o.timeout, Logger: commandLogger(stderr, "flock train")})
+		c, err := job.JoinWorld(ctx, env, dev, kind.Transport, dist.InitOptions{Timeout: o.timeout, Logger: commandLogger(stderr, "flock train")})
 		if err != nil {
 			fmt.Fprintf(stderr, "flock train: rank %d of %d: %v\n", env.Rank, env.Size, err)
 			if ctx.Err() != nil {
@@ -518,16 +518,16 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, sets jo
 	output := &outputWriter{w: stdout, failed: outputFailed}
 	out := newReporter(output, o.json, term.IsTerminal(stdout))
 	out.workers = world
-	tb, err := openTensorBoard(o.tensorboard, comms, outputFailed)
+	tb, err := job.OpenTensorBoard(o.tensorboard, comms, outputFailed)
 	if err != nil {
 		fmt.Fprintf(stderr, "flock train: %v\n", err)
 		return exitFailure
 	}
-	defer tb.close()
+	defer tb.Close()
 	spec := job.Spec{
 		Config: cfg, Comms: comms, Build: sets.Build, StepsPerEpoch: sets.StepsPerEpoch(cfg, world), Test: hasTest(sets), LocalSize: o.localSize,
 		Checkpoint: o.checkpoint, CheckpointEvery: o.checkpointEvery, Resume: o.resume, StopAfter: o.stopAfter,
-		MaxNonFiniteSteps: o.divergedSteps, OnRecord: func(r train.Record) { out.record(r); tb.record(r) }, OnProgress: out.progress,
+		MaxNonFiniteSteps: o.divergedSteps, OnRecord: func(r train.Record) { out.record(r); tb.Record(r) }, OnProgress: out.progress,
 		OnStart: func(t *train.Trainer, s train.Strategy) {
 			out.strategy = strategyName(s)
 			out.start(t, sets, o)
@@ -553,7 +553,7 @@ func trainWorkers(ctx context.Context, cfg train.Config, o trainOptions, sets jo
 		fmt.Fprintln(stderr, msg)
 		return exitFailure
 	}
-	if err := tb.close(); err != nil {
+	if err := tb.Close(); err != nil {
 		fmt.Fprintf(stderr, "flock train: %v (at step %d of %d)\n", err, res.Step, res.TotalSteps)
 		return exitFailure
 	}
@@ -609,14 +609,7 @@ func (r *reporter) start(t *train.Trainer, sets job.Data, o trainOptions) {
 		r.evalSet = "validation"
 	}
 	if r.json {
-		rec := newRunRecord(cfg, r.workers, o.device, r.strategy)
-		rec.Data = sets.Name()
-		rec.TrainImages, rec.TestImages = sets.Counts()
-		rec.TrainImages = cfg.TrainImagesOf(rec.TrainImages)
-		if cfg.ValImages > 0 {
-			rec.TestImages, rec.ValImages = 0, cfg.ValImages
-		}
-		writeJSONLine(r.w, rec)
+		job.WriteJSONLine(r.w, job.NewRunRecord(cfg, r.workers, o.device, r.strategy, sets))
 		return
 	}
 	data := sets.Name()
@@ -660,7 +653,7 @@ func (r *reporter) record(rec train.Record) {
 		rec.ImagesPerSec *= float64(r.workers)
 	}
 	if r.json {
-		writeJSONLine(r.w, rec)
+		job.WriteJSONLine(r.w, rec)
 		return
 	}
 	switch rec.Kind {
@@ -701,27 +694,7 @@ func (r *reporter) progress(p train.Progress) {
 
 func (r *reporter) finish(s train.Summary) {
 	if r.json {
-		v := struct {
-			Kind         string           `json:"kind"`
-			Epochs       int              `json:"epochs"`
-			Steps        int              `json:"steps"`
-			Wall         float64          `json:"wall_s"`
-			ImagesPerSec float64          `json:"img_per_s"`
-			TrainLoss    float64          `json:"train_loss"`
-			TrainAcc     float64          `json:"train_acc"`
-			DataWait     float64          `json:"data_wait_s"`
-			TestLoss     *float64         `json:"test_loss,omitempty"`
-			TestAcc      *float64         `json:"test_acc,omitempty"`
-			Comm         *train.CommStats `json:"comm,omitempty"`
-			Saving       float64          `json:"comm_saving,omitempty"`
-		}{"summary", s.Epochs, s.Steps, s.Wall.Seconds(), s.ImagesPerSec, s.TrainLoss, s.TrainAcc, s.DataWait.Seconds(), nil, nil, s.Comm, 0}
-		if s.Comm != nil {
-			v.Saving = s.Comm.Saving()
-		}
-		if s.Evaluated {
-			v.TestLoss, v.TestAcc = &s.TestLoss, &s.TestAcc
-		}
-		writeJSONLine(r.w, v)
+		job.WriteJSONLine(r.w, job.NewSummaryRecord(s))
 		return
 	}
 	r.clear()

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/flockml/flock/safetensors"
-	"github.com/flockml/flock/train"
 )
 
 // TestTrainMessages checks what short runs on a slice of Fashion-MNIST
@@ -25,40 +23,6 @@ func TestTrainMessages(t *testing.T) {
 		{"too many workers", append(short, "--workers", "4", "--train-images", "3"), exitUsage,
 			nil, []string{"flock train: --workers 4 share 3 training images: each worker needs at least one"}, false},
 	})
-}
-
-// TestWriteJSONLine checks the encoding of the --json records: as
-// encoding/json's, but with NaN and ±Inf as null, nested values included.
-func TestWriteJSONLine(t *testing.T) {
-	nan, inf := math.NaN(), math.Inf(1)
-	for _, tt := range []struct {
-		v    any
-		want string
-	}{
-		{train.Record{Kind: "train", Step: 3, Loss: nan, LR: 0.5, Acc: 0.25, ImagesPerSec: inf, Comm: &train.CommStats{Sent: 7, Consensus: math.Inf(-1)}},
-			`{"kind":"train","step":3,"epoch":0,"lr":0.5,"loss":null,"acc":0.25,"img_per_s":null,"elapsed_s":0,"comm":{"bytes_sent":7,"bytes_received":0,"collectives":0,"blocked_s":0,"syncs":0,"setup_bytes":0,"eval_bytes":0,"dp_bytes":0,"consensus":null}}`},
-		{struct {
-			A *float64 `json:"a,omitempty"`
-			B float32  `json:"b"`
-			C []int    `json:"c"`
-			d int
-			E string `json:"-"`
-		}{&nan, 1e-7, []int{1}, 0, "x"}, `{"a":null,"b":1e-7,"c":[1]}`},
-	} {
-		var b bytes.Buffer
-		if err := writeJSONLine(&b, tt.v); err != nil {
-			t.Fatal(err)
-		}
-		if got := b.String(); got != tt.want+"\n" {
-			t.Errorf("got  %s\nwant %s", got, tt.want)
-		}
-		if tt.want != "" {
-			var m map[string]any
-			if err := json.Unmarshal(b.Bytes(), &m); err != nil {
-				t.Errorf("%s: %v", b.String(), err)
-			}
-		}
-	}
 }
 
 // fullWriter fails every write, as /dev/full does.

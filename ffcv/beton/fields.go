@@ -96,6 +96,22 @@ func (m ImageMode) String() string {
 	return "ImageMode(" + strconv.Itoa(int(m)) + ")"
 }
 
+// ParseImageMode reads a mode by its name (FFCV's write_mode): raw, jpg
+// (or jpeg), smart or proportion.
+func ParseImageMode(s string) (ImageMode, error) {
+	switch s {
+	case "raw":
+		return WriteRaw, nil
+	case "jpg", "jpeg":
+		return WriteJPEG, nil
+	case "smart":
+		return WriteSmart, nil
+	case "proportion":
+		return WriteProportion, nil
+	}
+	return 0, fmt.Errorf("write mode %q: want raw, jpg, smart or proportion", s)
+}
+
 // RGBImageField stores an image per sample, as FFCV's RGBImageField.
 // Sample values: a transform.Image with Channels pixels channels, or an
 // EncodedJPEG.

@@ -388,6 +388,25 @@ func meanAbsDiff(a, b []byte) float64 {
 	return float64(s) / float64(len(a))
 }
 
+// TestParseImageMode checks that ParseImageMode reads what String writes,
+// jpeg as jpg, and nothing else.
+func TestParseImageMode(t *testing.T) {
+	t.Parallel()
+	for _, m := range []ImageMode{WriteRaw, WriteJPEG, WriteSmart, WriteProportion} {
+		if got, err := ParseImageMode(m.String()); err != nil || got != m {
+			t.Errorf("ParseImageMode(%q) = %v, %v; want %v", m.String(), got, err, m)
+		}
+	}
+	if got, err := ParseImageMode("jpeg"); err != nil || got != WriteJPEG {
+		t.Errorf("ParseImageMode(jpeg) = %v, %v; want jpg", got, err)
+	}
+	for _, s := range []string{"", "png", "JPG", "ImageMode(4)"} {
+		if _, err := ParseImageMode(s); err == nil {
+			t.Errorf("ParseImageMode(%q) took it", s)
+		}
+	}
+}
+
 func TestMaxResolutionSizes(t *testing.T) {
 	t.Parallel()
 	// FFCV: ratio = max_resolution / max(w, h); (ratio·(w, h)).astype(int).

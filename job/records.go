@@ -1,4 +1,4 @@
-package main
+package job
 
 import (
 	"encoding/json"
@@ -8,16 +8,16 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
-	"sync"
 
 	"github.com/flockml/flock/train"
 )
 
-// writeJSONLine writes v to w as one line of JSON, as encoding/json would,
+// WriteJSONLine writes v to w as one line of JSON, as encoding/json would,
 // except that NaN and ±Inf, which JSON cannot hold and encoding/json
 // refuses, are written as null: a diverged run's records keep their other
-// fields.
-func writeJSONLine(w io.Writer, v any) error {
+// fields. It writes the records of flock train --json: a RunRecord, the
+// train.Records, a SummaryRecord.
+func WriteJSONLine(w io.Writer, v any) error {
 	b, err := appendJSON(nil, reflect.ValueOf(v))
 	if err != nil {
 		return err
@@ -76,42 +76,9 @@ func appendJSON(b []byte, v reflect.Value) ([]byte, error) {
 	return append(b, out...), err
 }
 
-// outputWriter remembers the first error writing to w and then calls
-// failed once, so that a command whose output cannot be written (a full
-// disk, a closed pipe) stops and fails instead of going on blind.
-type outputWriter struct {
-	w      io.Writer
-	failed func()
-	mu     sync.Mutex
-	err    error
-}
-
-func (o *outputWriter) Write(p []byte) (int, error) {
-	n, err := o.w.Write(p)
-	if err != nil {
-		o.mu.Lock()
-		first := o.err == nil
-		if first {
-			o.err = err
-		}
-		o.mu.Unlock()
-		if first && o.failed != nil {
-			o.failed()
-		}
-	}
-	return n, err
-}
-
-// Err returns the first write error.
-func (o *outputWriter) Err() error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.err
-}
-
-// runRecordJSON is the first record of flock train --json: what ran, so
-// that a log stands on its own.
-type runRecordJSON struct {
+// RunRecord is the first record of a run's JSON Lines (flock train
+// --json): what ran, so that a log stands on its own.
+type RunRecord struct {
 	Kind string `json:"kind"`
 	// Version and Commit identify the flock that ran (the module's version
 	// and the VCS revision it was built from, "+dirty" when modified).
@@ -140,8 +107,13 @@ type runRecordJSON struct {
 	ValImages   int    `json:"val_images,omitempty"`
 }
 
-func newRunRecord(cfg train.Config, world int, device, strategy string) runRecordJSON {
-	r := runRecordJSON{Kind: "run", Version: "(unknown)", Go: runtime.Version(), Config: cfg, Seed: cfg.Seed,
+// NewRunRecord returns the record of a run of cfg by world workers on
+// device ("cpu", "cuda", …), cooperating as strategy says, on data: the
+// images it trains on and evaluates on, those held out for validation
+// counted as such. Version and Commit are those of the running program's
+// build.
+func NewRunRecord(cfg train.Config, world int, device, strategy string, data Data) RunRecord {
+	r := RunRecord{Kind: "run", Version: "(unknown)", Go: runtime.Version(), Config: cfg, Seed: cfg.Seed,
 		World: world, Device: device, Threads: runtime.GOMAXPROCS(0), Strategy: strategy, Pattern: train.PatternOf(cfg.Strategy)}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		r.Version = bi.Main.Version
@@ -158,5 +130,43 @@ func newRunRecord(cfg train.Config, world int, device, strategy string) runRecor
 			r.Commit += "+dirty"
 		}
 	}
+	r.Data = data.Name()
+	r.TrainImages, r.TestImages = data.Counts()
+	r.TrainImages = cfg.TrainImagesOf(r.TrainImages)
+	if cfg.ValImages > 0 {
+		r.TestImages, r.ValImages = 0, cfg.ValImages
+	}
 	return r
+}
+
+// SummaryRecord is the last record of a run's JSON Lines: its
+// train.Summary, with the test loss and accuracy left out when the run
+// did not evaluate.
+type SummaryRecord struct {
+	Kind         string           `json:"kind"`
+	Epochs       int              `json:"epochs"`
+	Steps        int              `json:"steps"`
+	Wall         float64          `json:"wall_s"`
+	ImagesPerSec float64          `json:"img_per_s"`
+	TrainLoss    float64          `json:"train_loss"`
+	TrainAcc     float64          `json:"train_acc"`
+	DataWait     float64          `json:"data_wait_s"`
+	TestLoss     *float64         `json:"test_loss,omitempty"`
+	TestAcc      *float64         `json:"test_acc,omitempty"`
+	Comm         *train.CommStats `json:"comm,omitempty"`
+	// Saving is data parallel's bytes over those sent (CommStats.Saving).
+	Saving float64 `json:"comm_saving,omitempty"`
+}
+
+// NewSummaryRecord returns the record of s.
+func NewSummaryRecord(s train.Summary) SummaryRecord {
+	v := SummaryRecord{Kind: "summary", Epochs: s.Epochs, Steps: s.Steps, Wall: s.Wall.Seconds(), ImagesPerSec: s.ImagesPerSec,
+		TrainLoss: s.TrainLoss, TrainAcc: s.TrainAcc, DataWait: s.DataWait.Seconds(), Comm: s.Comm}
+	if s.Comm != nil {
+		v.Saving = s.Comm.Saving()
+	}
+	if s.Evaluated {
+		v.TestLoss, v.TestAcc = &s.TestLoss, &s.TestAcc
+	}
+	return v
 }

@@ -1,4 +1,4 @@
-package main
+package job
 
 import (
 	"math"
@@ -10,9 +10,10 @@ import (
 	"github.com/flockml/flock/train"
 )
 
-// tensorBoardLog writes rank 0's records as TensorBoard scalars, one
-// event file per run (flock train --tensorboard DIR).
-type tensorBoardLog struct {
+// TensorBoard writes rank 0's records of a run as TensorBoard scalars, one
+// event file per run (flock train --tensorboard DIR): Record is a
+// Spec.OnRecord.
+type TensorBoard struct {
 	w *tensorboard.Writer
 	// workers scales rank 0's training throughput to the whole run's, as
 	// the reporter does.
@@ -25,11 +26,13 @@ type tensorBoardLog struct {
 	closed bool
 }
 
-// openTensorBoard starts an event file in dir when this process holds rank
-// 0 (comms nil: one worker alone). It returns nil, whose methods do
-// nothing, when dir is empty or rank 0 trains in another process of the
-// job: the records are rank 0's, and so is the file.
-func openTensorBoard(dir string, comms []dist.Comm, failed func()) (*tensorBoardLog, error) {
+// OpenTensorBoard starts an event file in dir when this process holds
+// rank 0 of the workers of comms (nil: one worker alone), as Spec.Comms
+// names them; failed, if not nil, is called once, at the first error
+// writing. It returns nil, whose methods do nothing, when dir is empty or
+// rank 0 trains in another process of the job: the records are rank 0's,
+// and so is the file.
+func OpenTensorBoard(dir string, comms []dist.Comm, failed func()) (*TensorBoard, error) {
 	if dir == "" {
 		return nil, nil
 	}
@@ -45,13 +48,13 @@ func openTensorBoard(dir string, comms []dist.Comm, failed func()) (*tensorBoard
 	if err != nil {
 		return nil, err
 	}
-	return &tensorBoardLog{w: w, workers: workers, failed: failed}, nil
+	return &TensorBoard{w: w, workers: workers, failed: failed}, nil
 }
 
-// record writes rec's scalars at its step and flushes them, so that a
-// TensorBoard watching the directory follows the run. The first error is
-// kept for close and ends the writing.
-func (l *tensorBoardLog) record(rec train.Record) {
+// Record writes rec's scalars (TensorBoardValues) at its step and flushes
+// them, so that a TensorBoard watching the directory follows the run. The
+// first error is kept for Close and ends the writing.
+func (l *TensorBoard) Record(rec train.Record) {
 	if l == nil {
 		return
 	}
@@ -63,7 +66,7 @@ func (l *tensorBoardLog) record(rec train.Record) {
 	if rec.Kind == train.KindTrain {
 		rec.ImagesPerSec *= float64(l.workers)
 	}
-	err := l.w.Scalars(int64(rec.Step), time.Now(), tensorBoardValues(rec)...)
+	err := l.w.Scalars(int64(rec.Step), time.Now(), TensorBoardValues(rec)...)
 	if err == nil {
 		err = l.w.Flush()
 	}
@@ -75,9 +78,9 @@ func (l *tensorBoardLog) record(rec train.Record) {
 	}
 }
 
-// close closes the event file and returns the first error writing it;
+// Close closes the event file and returns the first error writing it;
 // calls after the first return nil.
-func (l *tensorBoardLog) close() error {
+func (l *TensorBoard) Close() error {
 	if l == nil {
 		return nil
 	}
@@ -94,7 +97,7 @@ func (l *tensorBoardLog) close() error {
 	return err
 }
 
-// tensorBoardValues maps a record to TensorBoard scalars, tagged by what
+// TensorBoardValues maps a record to TensorBoard scalars, tagged by what
 // they measure:
 //
 //	train  train/loss, train/accuracy, train/lr, train/images_per_s,
@@ -113,7 +116,7 @@ func (l *tensorBoardLog) close() error {
 // every strategy that communicates fills; the synchronization records at
 // the same steps repeat them. A NaN accuracy (a task without one) is left
 // out; a non-finite loss is written, so that a diverged run shows.
-func tensorBoardValues(rec train.Record) []tensorboard.Value {
+func TensorBoardValues(rec train.Record) []tensorboard.Value {
 	var vs []tensorboard.Value
 	add := func(tag string, v float64) { vs = append(vs, tensorboard.Value{Tag: tag, Value: v}) }
 	acc := func(tag string, v float64) {
