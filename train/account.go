@@ -108,8 +108,9 @@ func (a *CommAccount) StartModel(s *StepContext, broadcast bool) error {
 }
 
 // SetupDone counts every byte moved so far as setup (a strategy that
-// starts its model without StartModel).
-func (a *CommAccount) SetupDone() { a.setup = a.Meter.Traffic() }
+// starts its model without StartModel), beside a resumed run's earlier
+// setup.
+func (a *CommAccount) SetupDone() { a.setup = a.setup.Add(a.Meter.Traffic()) }
 
 // CommStats implements CommReporter: the counts so far. Strategies add
 // what is theirs alone (LayersPerStep, Compute).

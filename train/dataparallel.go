@@ -111,6 +111,7 @@ type dpBucket struct {
 var (
 	_ Strategy     = (*DataParallel)(nil)
 	_ CommReporter = (*DataParallel)(nil)
+	_ Stateful     = (*DataParallel)(nil)
 )
 
 // NewDataParallel returns the data-parallel strategy over c.
@@ -129,11 +130,30 @@ func NewDataParallel(c dist.Comm, opts DataParallelOptions) *DataParallel {
 func (d *DataParallel) String() string { return "data parallel (gradients averaged every step)" }
 
 // CommStats implements CommReporter: what data parallelism would send is
-// what it sent. The counts restart when a run resumes from a checkpoint.
+// what it sent. The counts go on across a resume from a checkpoint.
 func (d *DataParallel) CommStats() CommStats {
 	st := d.CommAccount.CommStats()
 	st.DataParallelBytes = st.Sent
 	return st
+}
+
+// State implements Stateful: the accounting, so that a resumed run's
+// bytes and synchronizations go on from the checkpoint's.
+func (d *DataParallel) State() (map[string]*tensor.Tensor, map[string]string) {
+	return nil, d.CommAccount.State()
+}
+
+// LoadState implements Stateful. It runs before Setup.
+func (d *DataParallel) LoadState(ts map[string]*tensor.Tensor, sc map[string]string) error {
+	if len(ts) > 0 {
+		return fmt.Errorf("data parallel: the checkpoint's strategy state holds %d tensors; data parallel keeps none", len(ts))
+	}
+	if sc["syncs"] == "" {
+		// A checkpoint written before the accounting was kept: its
+		// counts start again from zero.
+		return nil
+	}
+	return d.CommAccount.LoadState(sc)
 }
 
 // Buckets returns the names of the parameters of each bucket, in launch

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -358,4 +359,73 @@ func TestDataParallelPeerFails(t *testing.T) {
 		t.Fatal("rank 0 still waiting 30 s after its peer closed")
 	}
 	comms[0].Close()
+}
+
+// TestDataParallelResumeCounts checks that a data-parallel run resumed
+// from a checkpoint counts its bytes, collectives and synchronizations on
+// from the checkpoint's, ending with the uninterrupted run's counts.
+func TestDataParallelResumeCounts(t *testing.T) {
+	cfg := tinyConfig()
+	data := synthetic(96, 4, 7)
+	dir := t.TempDir()
+	const k, stop = 2, 5
+	// run trains k ranks, from the checkpoints in dir when resume is set,
+	// until stop (0: the end), saving their checkpoints there; it returns
+	// each rank's counts.
+	run := func(resume bool, stop int) []train.CommStats {
+		comms := dist.NewLocal(k)
+		stats := make([]train.CommStats, k)
+		errs := make([]error, k)
+		var wg sync.WaitGroup
+		for r := range k {
+			wg.Go(func() {
+				defer comms[r].Close()
+				dp := train.NewDataParallel(comms[r], train.DataParallelOptions{})
+				defer dp.Close()
+				tr, err := train.New(cfg, data, nil, train.Options{Strategy: dp, Rank: r, World: k})
+				if err != nil {
+					errs[r] = err
+					return
+				}
+				defer tr.Close()
+				path := filepath.Join(dir, fmt.Sprintf("rank%d.ckpt", r))
+				if resume {
+					if errs[r] = tr.LoadCheckpoint(path); errs[r] != nil {
+						return
+					}
+				}
+				if stop > 0 {
+					_, errs[r] = tr.RunUntil(context.Background(), stop)
+					if errs[r] == nil {
+						errs[r] = tr.SaveCheckpoint(path)
+					}
+				} else {
+					_, errs[r] = tr.Run(context.Background())
+				}
+				stats[r] = dp.CommStats()
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatal(err)
+		}
+		return stats
+	}
+	whole := run(false, 0)
+	run(false, stop)
+	resumed := run(true, 0)
+	for r := range k {
+		w, g := whole[r], resumed[r]
+		if g.Sent != w.Sent || g.Received != w.Received || g.Collectives != w.Collectives || g.Syncs != w.Syncs ||
+			g.DataParallelBytes != w.DataParallelBytes {
+			t.Errorf("rank %d: resumed run's counts %+v, uninterrupted %+v", r, g, w)
+		}
+		// Each of the two parts set the model up once.
+		if g.SetupBytes != 2*w.SetupBytes {
+			t.Errorf("rank %d: resumed run's setup bytes %d, want twice the uninterrupted run's %d", r, g.SetupBytes, w.SetupBytes)
+		}
+	}
+	if whole[0].Syncs == 0 || whole[0].Sent == 0 {
+		t.Fatalf("uninterrupted run counted nothing: %+v", whole[0])
+	}
 }
