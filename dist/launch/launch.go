@@ -72,6 +72,18 @@ type ExitError struct {
 	// Stopped is the number of other ranks that were still running and
 	// were stopped.
 	Stopped int
+	// Killed lists the other ranks that a signal ended which the launcher
+	// did not send (SIGKILL from outside, the out-of-memory killer, a
+	// crash), in the order their ends were seen. A rank killed from
+	// outside is often the cause of its peers' failures, whose exits may
+	// be seen first.
+	Killed []RankSignal
+}
+
+// RankSignal is a rank and the signal that ended it.
+type RankSignal struct {
+	Rank   int
+	Signal os.Signal
 }
 
 func (e *ExitError) Error() string {
@@ -79,10 +91,14 @@ func (e *ExitError) Error() string {
 	if e.Signal != nil {
 		how = fmt.Sprintf("was killed by signal %v", e.Signal)
 	}
-	if e.Stopped == 0 {
-		return fmt.Sprintf("launch: rank %d %s", e.Rank, how)
+	msg := fmt.Sprintf("launch: rank %d %s", e.Rank, how)
+	for _, k := range e.Killed {
+		msg += fmt.Sprintf("; rank %d was killed by signal %v", k.Rank, k.Signal)
 	}
-	return fmt.Sprintf("launch: rank %d %s; stopped %d other rank(s)", e.Rank, how, e.Stopped)
+	if e.Stopped == 0 {
+		return msg
+	}
+	return fmt.Sprintf("%s; stopped %d other rank(s)", msg, e.Stopped)
 }
 
 // InterruptedError reports that the job was interrupted, by a forwarded
@@ -234,6 +250,7 @@ func Run(ctx context.Context, cfg Config) (exitCode int, err error) {
 		interrupted *InterruptedError
 		firstCode   int
 		kill        <-chan time.Time
+		killed      bool // the ranks still running got SIGKILL
 		done        = ctx.Done()
 		signals     = cfg.Signals
 	)
@@ -256,6 +273,10 @@ func Run(ctx context.Context, cfg Config) (exitCode int, err error) {
 			}
 			if firstCode == 0 {
 				firstCode = e.code
+			}
+			if failed != nil && e.signal != nil && e.signal != sigTerm && !(e.signal == os.Kill && killed) {
+				failed.Killed = append(failed.Killed, RankSignal{e.rank.id, e.signal})
+				log.Error("a rank was killed by a signal from outside the launcher", "rank", e.rank.id, "signal", e.signal)
 			}
 			if failed != nil || interrupted != nil || startErr != nil {
 				break
@@ -286,6 +307,7 @@ func Run(ctx context.Context, cfg Config) (exitCode int, err error) {
 			log.Info("context ended; stopping the ranks", "err", ctx.Err())
 			stop(sigTerm)
 		case <-kill:
+			killed = true
 			n := signalAll(os.Kill)
 			log.Warn("grace period over; killed the ranks still running", "ranks", n, "grace", grace)
 		}

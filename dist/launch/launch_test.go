@@ -53,6 +53,15 @@ func helper(mode string) int {
 		if os.Getenv("IGNORE_TERM") != "" {
 			signal.Ignore(syscall.SIGTERM)
 		}
+		if os.Getenv("KILL_ON_TERM") == strconv.Itoa(rank) {
+			// Killed from outside as the launcher stops it.
+			c := make(chan os.Signal, 1)
+			signal.Notify(c, syscall.SIGTERM)
+			go func() {
+				<-c
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}()
+		}
 		fmt.Println("ready")
 		if os.Getenv("FAIL_RANK") == strconv.Itoa(rank) {
 			time.Sleep(100 * time.Millisecond)
@@ -397,6 +406,26 @@ func TestFailure(t *testing.T) {
 				t.Errorf("Run took %v, want within [%v, %v]", took, c.min, c.max)
 			}
 		})
+	}
+}
+
+// TestKilledFromOutside checks that a rank that a signal from outside the
+// launcher ends after another rank's failure is named in the error, beside
+// the first failure: its peers' exits may be seen before its own.
+func TestKilledFromOutside(t *testing.T) {
+	t.Parallel()
+	cfg := helperConfig(t, "fail", 4, "FAIL_RANK=2", "FAIL_CODE=1", "KILL_ON_TERM=0")
+	cfg.Stdout = newLines("ready", 0)
+	code, err := Run(context.Background(), cfg)
+	var ee *ExitError
+	if code != 1 || !errors.As(err, &ee) {
+		t.Fatalf("Run: %d, %v; want 1 and an *ExitError", code, err)
+	}
+	if ee.Rank != 2 || len(ee.Killed) != 1 || ee.Killed[0] != (RankSignal{0, syscall.SIGKILL}) {
+		t.Errorf("ExitError %+v, want rank 2's failure and rank 0 killed by SIGKILL (ranks 1 and 3 end by the launcher's SIGTERM)", *ee)
+	}
+	if want := "rank 0 was killed by signal killed"; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not say %q", err, want)
 	}
 }
 
