@@ -726,16 +726,13 @@ func (p *tcpPeer) bye(h tcpHeader) {
 	if blame != p.rank {
 		err = fmt.Errorf("%w (reported by rank %d)", err, p.rank)
 	}
-	select {
-	case <-p.closing:
-		if h.op == tcpByeClosed {
-			// The peer finished its part and closed (or learnt that
-			// another did): the end of the job, which this rank
-			// reaches too.
-			p.w.failAs(blame, err, false)
-			return
-		}
-	default:
+	if h.op == tcpByeClosed {
+		// The peer finished its part and closed (or learnt that another
+		// did): the end of the job, which this rank reaches too, or an
+		// operation of this rank that still needs the peer fails and
+		// says so. Nothing to warn of here.
+		p.w.failAs(blame, err, false)
+		return
 	}
 	p.w.fail(blame, err)
 }

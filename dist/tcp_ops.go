@@ -146,6 +146,24 @@ func (o *tcpOp) wait(ch chan error, peer int) error {
 		}
 		return nil
 	case <-o.c.w.dead:
+		// The world ended, perhaps because the peer finished its part
+		// and closed: what this rank waits for may have completed all
+		// the same (the writer wrote the send before the peer's bye was
+		// read; the reader delivered the message before it). Once the
+		// peer's writer and reader have stopped (within tcpByeGrace),
+		// ch holds the answer.
+		if peer >= 0 && peer < len(o.c.w.peers) && o.c.w.peers[peer] != nil {
+			p := o.c.w.peers[peer]
+			<-p.wdone
+			<-p.rdone
+		}
+		select {
+		case err := <-ch:
+			if err == nil {
+				return nil
+			}
+		default:
+		}
 		return o.failure()
 	case <-o.ctx.Done():
 		return o.cancelled(peer)
