@@ -47,16 +47,24 @@ const (
 	Loss Kind = "loss"
 	// Partition drops every packet on that link for a while.
 	Partition Kind = "partition"
+	// Reorder holds a random share of the packets on that link in a slow
+	// queue (an htb class), for a while: they arrive late and out of
+	// order.
+	Reorder Kind = "reorder"
+	// Slow caps the link's rate, for a while.
+	Slow Kind = "slow"
 	// Delay adds latency with jitter and reorders packets on that link
 	// (tc netem; not every kernel has it).
 	Delay Kind = "delay"
 )
 
 // Kinds lists every kind of fault, in the order of reports.
-var Kinds = []Kind{KillStep, KillSync, KillCheckpoint, Term, Stop, DiskFull, Loss, Partition, Delay}
+var Kinds = []Kind{KillStep, KillSync, KillCheckpoint, Term, Stop, DiskFull, Loss, Partition, Reorder, Slow, Delay}
 
 // network reports whether the kind needs the two network namespaces.
-func (k Kind) network() bool { return k == Loss || k == Partition || k == Delay }
+func (k Kind) network() bool {
+	return k == Loss || k == Partition || k == Reorder || k == Slow || k == Delay
+}
 
 // Strategies are the strategies the suite runs, with the flock train
 // flags that choose them.
@@ -721,10 +729,20 @@ func (s *suite) inject(t *Trial, j *job, ranks map[int]int, ckDir string) (time.
 		f.Close()
 		t.Detail = fmt.Sprintf("%.1f MiB written until the 12 MiB file system was full", float64(n)/(1<<20))
 		return time.Now(), nil, 0, nil
-	case Loss, Partition, Delay:
+	case Loss, Partition, Reorder, Slow, Delay:
 		var err error
 		var d time.Duration
 		switch t.Kind {
+		case Reorder:
+			pct, kbit := 20+s.rng.IntN(40), 1000*(1+s.rng.IntN(8))
+			d = time.Duration(1+s.rng.IntN(3)) * time.Second
+			t.Detail = fmt.Sprintf("%d%% of packets through a %d Mbit/s queue for %v", pct, kbit/1000, d)
+			err = s.net.shape(pct, kbit)
+		case Slow:
+			kbit := 1000 * (2 + s.rng.IntN(19))
+			d = time.Duration(1+s.rng.IntN(3)) * time.Second
+			t.Detail = fmt.Sprintf("the link capped at %d Mbit/s for %v", kbit/1000, d)
+			err = s.net.shape(100, kbit)
 		case Loss:
 			pm := 50 + s.rng.IntN(250)
 			d = time.Duration(1+s.rng.IntN(3)) * time.Second
@@ -763,7 +781,7 @@ func naming(kind Kind, victim int, log []logLine, at time.Time) (string, time.Ti
 		pats = []string{fmt.Sprintf("rank %d was killed by signal killed", victim)}
 	case Term:
 		pats = []string{"interrupted"}
-	case Stop, Loss, Partition, Delay:
+	case Stop, Loss, Partition, Reorder, Slow, Delay:
 		pats = []string{"silent past the timeout", "connection reset", "broken pipe", "timed out", "i/o timeout"}
 	case DiskFull:
 		pats = []string{"no space left on device"}

@@ -15,9 +15,12 @@
 //   - sigterm: SIGTERM to flock run, as a scheduler ending the job;
 //   - sigstop: a rank frozen for longer than the job's timeout;
 //   - disk-full: the checkpoint directory, a 12 MiB tmpfs, filled up;
-//   - loss, partition, delay: on the veth link, nftables rules that drop
-//     a share of the packets or all of them for a while, and (where the
-//     kernel has tc's netem) latency with jitter and reordering.
+//   - loss, partition, reorder, slow, delay: on the veth link, for a
+//     while, nftables rules that drop a share of the packets or all of
+//     them; a share of the packets held in a slow htb queue, so that they
+//     arrive late and out of order; the whole link capped at a few Mbit/s;
+//     and (where the kernel has tc's netem) latency with jitter and
+//     reordering.
 //
 // After the fault it checks:
 //
@@ -36,8 +39,8 @@
 //     fault must equal the uninterrupted run as a whole. Data parallel and
 //     JointSpar check at every start that the ranks hold the same model.
 //
-// The faults on network namespaces, mounts and nftables need root, ip and
-// nft (Debian's iproute2 and nftables); a kind that cannot be injected on a
+// The faults on network namespaces, mounts, queues and nftables need root,
+// ip, tc and nft (Debian's iproute2 and nftables); a kind that cannot be injected on a
 // machine is reported with the reason, not counted. Run measures the time
 // from each fault to the first log line naming it (detect) and to the
 // first step of the resumed job (recover), and Report.WriteMarkdown turns

@@ -8,9 +8,9 @@ import (
 )
 
 // network is a pair of network namespaces joined by a veth pair: node i
-// of a job runs in ns[i] with address addr[i]. Faults are nftables rules
-// and (where the kernel has it) a netem queue on node 0's side of the
-// link; nothing outside the two namespaces is touched.
+// of a job runs in ns[i] with address addr[i]. Faults are nftables rules,
+// htb queues and (where the kernel has it) a netem queue on node 0's side
+// of the link; nothing outside the two namespaces is touched.
 type network struct {
 	ns    [2]string
 	dev   [2]string
@@ -100,6 +100,35 @@ func (n *network) drop(perMille int) error {
 	)
 }
 
+// shape sends a share of node 0's outgoing packets, in per cent, through
+// a queue drained at rateKbit kbit/s (an htb class chosen by an nftables
+// rule), the rest at full speed: the queued packets arrive late and out of
+// order. At 100 every packet goes through the queue: a slow link.
+func (n *network) shape(pct, rateKbit int) error {
+	tc := func(args ...string) error {
+		return run(append([]string{"ip", "netns", "exec", n.ns[0], "tc"}, args...)...)
+	}
+	rate := fmt.Sprintf("%dkbit", rateKbit)
+	if err := tc("qdisc", "add", "dev", n.dev[0], "root", "handle", "1:", "htb", "default", "10", "r2q", "100000"); err != nil {
+		return err
+	}
+	if err := tc("class", "add", "dev", n.dev[0], "parent", "1:", "classid", "1:10", "htb", "rate", "10gbit"); err != nil {
+		return err
+	}
+	if err := tc("class", "add", "dev", n.dev[0], "parent", "1:", "classid", "1:20", "htb", "rate", rate, "ceil", rate); err != nil {
+		return err
+	}
+	match := fmt.Sprintf("numgen random mod 100 < %d", pct)
+	if pct >= 100 {
+		match = ""
+	}
+	return n.nft(
+		"add table inet chaos",
+		"add chain inet chaos out { type filter hook output priority 0 ; }",
+		fmt.Sprintf("add rule inet chaos out oifname %s %s meta priority set 1:20", n.dev[0], match),
+	)
+}
+
 // delay puts a netem queue on node 0's side: latency with jitter, and a
 // share of packets sent at once, out of order.
 func (n *network) delay(ms, jitterMs, reorderPct int) error {
@@ -108,12 +137,10 @@ func (n *network) delay(ms, jitterMs, reorderPct int) error {
 		"reorder", fmt.Sprintf("%d%%", reorderPct), "50%")
 }
 
-// heal removes every fault from the link.
+// heal removes every fault from the link (what is not there is no error).
 func (n *network) heal() {
 	run("ip", "netns", "exec", n.ns[0], "nft", "delete", "table", "inet", "chaos")
-	if n.netem {
-		run("ip", "netns", "exec", n.ns[0], "tc", "qdisc", "del", "dev", n.dev[0], "root")
-	}
+	run("ip", "netns", "exec", n.ns[0], "tc", "qdisc", "del", "dev", n.dev[0], "root")
 }
 
 // close removes the namespaces (and with them the link).

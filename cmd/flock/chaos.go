@@ -32,8 +32,8 @@ ranks in two network namespaces joined by a veth pair) and strike each once,
 at a step drawn from --seed: a rank killed between steps, while it waits in
 a collective or while it writes its checkpoint; SIGTERM to the job; a rank
 frozen past the timeout; the checkpoint file system filled up; packets lost,
-a partition or (where the kernel has netem) latency and reordering on the
-link. After each fault it checks that no process hangs, that the job
+a partition, packets held back and reordered, a slow link or (where the
+kernel has netem) latency with jitter on the link. After each fault it checks that no process hangs, that the job
 finishes or names the fault, that the checkpoint is the newest complete one
 or newer, and that the job resumed from it gives the losses, test accuracy,
 bytes and synchronizations of an uninterrupted run, bit for bit.
