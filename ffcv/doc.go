@@ -53,7 +53,8 @@
 // decode, and the images are as faithful as PIL's, but they are not FFCV's
 // bytes (on the committed FFCV test file, 1.0 levels of 255 apart from
 // FFCV's on average at 224×224, 1.4 apart from MatchFFCV's at 64×64). MatchFFCV decodes at full size with
-// the fast IDCT and resizes with Area, as FFCV does, and reproduces FFCV's
+// the fast IDCT and resizes with Area (OpenCV's INTER_AREA, value for value,
+// fractional factors included), as FFCV does, and reproduces FFCV's
 // output exactly for the same crop window: use it to compare with FFCV or
 // to evaluate a model trained on FFCV's images. The low-level pieces
 // (beton.Reader, jpeg.Decoder with SetFastDCT, transform.Resize) give the

@@ -51,7 +51,9 @@ const (
 	// integer IDCT (jidctfst.c, TJFLAG_FASTDCT) and fancy chroma
 	// upsampling, then crops and resizes with Area, which is what FFCV's
 	// decoders do: given the same crop window the pixels equal FFCV's
-	// exactly (the tests check CenterCrop against FFCV's output). It costs
+	// exactly (the tests check CenterCrop against FFCV's output, and the
+	// area resize against cv2.resize value for value, on fractional
+	// factors and FFCV's centre crops of non-square images too). It costs
 	// a full decode per image whatever the output size. With MatchFFCV a
 	// decoder's Filter must be Area (its zero value).
 	MatchFFCV

@@ -7,20 +7,26 @@
 // Resize resamples a window of one image into another, in one pass (the
 // window is read in place, so a crop and its resize cost one resize):
 //
-//   - Area is OpenCV's INTER_AREA, FFCV's choice. Integer shrink factors
-//     average blocks exactly; other shrink factors weight each source pixel
-//     by the area it shares with the output cell; enlarging uses OpenCV's
-//     area-mode bilinear coefficients and its fixed-point arithmetic. The
-//     tests compare with cv2.resize: equal for integer factors, within one
-//     level (mean ≤ 0.05) otherwise, and FFCV's centre-crop decoder output is
-//     reproduced exactly (see ffcv/jpeg's tests).
+//   - Area is OpenCV's INTER_AREA, FFCV's choice, value for value. When
+//     both axes shrink by integer factors it averages blocks (OpenCV's
+//     resizeAreaFast_); when either factor is fractional it weights each
+//     source pixel by the fraction of the output cell it covers, in
+//     OpenCV's float32 arithmetic and summation order (resizeArea_), rounding
+//     half to even; enlarging either axis uses OpenCV's area-mode bilinear
+//     coefficients and its fixed-point arithmetic. The tests require every
+//     value equal to cv2.resize's, on integer and fractional factors along
+//     one or both axes, 1 to 4 channels, and FFCV's centre crops of
+//     non-square images (testdata/ffcv/golden/transform_resize.safetensors
+//     and transform_area.safetensors).
 //   - Bilinear is torchvision's resize of a uint8 tensor with
 //     antialias=False (F.interpolate, align_corners=False, rounded half to
 //     even); BilinearAntialias is antialias=True (PIL's triangle filter).
 //     Both are within one level of torchvision (mean ≤ 0.05).
 //
-// Resize computes in fixed point (weights in units of 2⁻¹⁴, the horizontal
-// pass kept to 2⁻⁷) and takes its scratch tables from a pool.
+// Bilinear and BilinearAntialias compute in fixed point (weights in units
+// of 2⁻¹⁴, the horizontal pass kept to 2⁻⁷); Area computes as OpenCV does
+// (float32 when shrinking, weights in units of 2⁻¹¹ when enlarging). Resize
+// takes its scratch tables from a pool.
 //
 // RandomResizedCropRect chooses torchvision's RandomResizedCrop window
 // (scale (0.08, 1), ratio (3/4, 4/3) in log space, 10 tries, then a centre

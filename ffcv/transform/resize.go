@@ -10,12 +10,13 @@ import (
 type Filter int
 
 const (
-	// Area is OpenCV's INTER_AREA (FFCV's choice). Shrinking by integer
-	// factors averages each block of source pixels (rounded half up);
-	// shrinking by other factors weights each source pixel by the fraction
-	// of the output cell it covers (OpenCV's computeResizeAreaTab). When
-	// either axis is enlarged OpenCV switches to a bilinear rule with
-	// area-specific coefficients, and so does Area.
+	// Area is OpenCV's INTER_AREA (FFCV's choice), value for value.
+	// Shrinking by integer factors on both axes averages each block of
+	// source pixels; shrinking by other factors weights each source pixel
+	// by the fraction of the output cell it covers (OpenCV's
+	// computeResizeAreaTab), summed in float32 as OpenCV sums (see
+	// area.go). When either axis is enlarged OpenCV switches to a bilinear
+	// rule with area-specific coefficients, and so does Area.
 	Area Filter = iota
 	// Bilinear is torchvision's resize of a tensor with antialias=False,
 	// i.e. torch.nn.functional.interpolate(mode="bilinear",
@@ -65,6 +66,10 @@ type resizeScratch struct {
 	ringRow []int32 // source row held by each ring slot
 	acc     []int32
 	fw      []float64
+	// ax, ay, hrow (a ring of rows, with ringRow) and vsum serve Area
+	// shrinking by fractional factors.
+	ax, ay     areaAxis
+	hrow, vsum []float32
 	// cv selects OpenCV's fixed-point linear resampler (INTER_AREA with an
 	// enlarged axis): weights in units of 2⁻¹¹, no rounding between the
 	// passes, and the vertical pass of its SIMD kernel.
@@ -101,15 +106,14 @@ func Resize(dst, src Image, r Rect, f Filter) {
 		copyImage(dst, src)
 		return
 	}
-	if f == Area && src.Width%dst.Width == 0 && src.Height%dst.Height == 0 {
-		areaInt(dst, src, src.Width/dst.Width, src.Height/dst.Height)
+	if f == Area && src.Width >= dst.Width && src.Height >= dst.Height {
+		resizeArea(dst, src)
 		return
 	}
 	s := scratchPool.Get().(*resizeScratch)
-	areaDown := f == Area && src.Width >= dst.Width && src.Height >= dst.Height
-	s.cv = f == Area && !areaDown
-	s.x.build(f, areaDown, src.Width, dst.Width, &s.fw)
-	s.y.build(f, areaDown, src.Height, dst.Height, &s.fw)
+	s.cv = f == Area
+	s.x.build(f, src.Width, dst.Width, &s.fw)
+	s.y.build(f, src.Height, dst.Height, &s.fw)
 	s.resample(dst, src)
 	scratchPool.Put(s)
 }
@@ -121,66 +125,14 @@ func copyImage(dst, src Image) {
 	}
 }
 
-// areaInt shrinks by integer factors kx, ky: each output sample is the mean
-// of a kx×ky block. OpenCV rounds 2×2 means half up (its SIMD path) and
-// other means half to even (cvRound); so does areaInt.
-func areaInt(dst, src Image, kx, ky int) {
-	c := src.Channels
-	area := uint32(kx * ky)
-	rowLen := dst.Width * c
-	for y := 0; y < dst.Height; y++ {
-		out := dst.Pix[y*dst.Stride : y*dst.Stride+rowLen]
-		if kx == 2 && ky == 2 {
-			r0 := src.Pix[2*y*src.Stride:]
-			r1 := src.Pix[(2*y+1)*src.Stride:]
-			if c == 3 {
-				for x := 0; x < dst.Width; x++ {
-					o := x * 3
-					i := x * 6
-					a := r0[i : i+6 : i+6]
-					b := r1[i : i+6 : i+6]
-					out[o] = uint8((uint32(a[0]) + uint32(a[3]) + uint32(b[0]) + uint32(b[3]) + 2) >> 2)
-					out[o+1] = uint8((uint32(a[1]) + uint32(a[4]) + uint32(b[1]) + uint32(b[4]) + 2) >> 2)
-					out[o+2] = uint8((uint32(a[2]) + uint32(a[5]) + uint32(b[2]) + uint32(b[5]) + 2) >> 2)
-				}
-				continue
-			}
-			for i := range out {
-				x, ch := i/c, i%c
-				j := 2*x*c + ch
-				out[i] = uint8((uint32(r0[j]) + uint32(r0[j+c]) + uint32(r1[j]) + uint32(r1[j+c]) + 2) >> 2)
-			}
-			continue
-		}
-		for x := 0; x < dst.Width; x++ {
-			for ch := 0; ch < c; ch++ {
-				var sum uint32
-				for j := 0; j < ky; j++ {
-					row := src.Pix[(y*ky+j)*src.Stride+x*kx*c+ch:]
-					for i := 0; i < kx; i++ {
-						sum += uint32(row[i*c])
-					}
-				}
-				q, rem := sum/area, sum%area
-				if 2*rem > area || (2*rem == area && q&1 == 1) {
-					q++
-				}
-				out[x*c+ch] = uint8(q)
-			}
-		}
-	}
-}
-
 // build fills the table for resampling in source samples to out samples.
-// areaDown selects OpenCV's area table (both axes shrink); Area otherwise
-// uses OpenCV's area-mode linear coefficients.
-func (t *axisTab) build(f Filter, areaDown bool, in, out int, fwp *[]float64) {
+// Area (an axis of it enlarged) uses OpenCV's area-mode linear
+// coefficients.
+func (t *axisTab) build(f Filter, in, out int, fwp *[]float64) {
 	t.start = grow(t.start, out)
 	scale := float64(in) / float64(out)
 	var bound int
 	switch {
-	case f == Area && areaDown:
-		bound = int(math.Ceil(scale)) + 2
 	case f == Area || f == Bilinear:
 		bound = 2
 	case f == BilinearAntialias:
@@ -196,10 +148,8 @@ func (t *axisTab) build(f Filter, areaDown bool, in, out int, fwp *[]float64) {
 	for i := 0; i < out; i++ {
 		var first, n int
 		switch {
-		case f == Area && areaDown:
-			first, n = areaWeights(fw, i, in, scale)
 		case f == Area:
-			first, n = areaLinearWeights(fw, i, in, scale)
+			first, n = areaLinearWeights(fw, i, in, out)
 		case f == Bilinear:
 			first, n = bilinearWeights(fw, i, in, out)
 		default:
@@ -209,7 +159,7 @@ func (t *axisTab) build(f Filter, areaDown bool, in, out int, fwp *[]float64) {
 		t.start[i] = int32(first)
 		row := t.tmp[i*(bound+1) : (i+1)*(bound+1)]
 		row[bound] = int32(n)
-		if f == Area && !areaDown {
+		if f == Area {
 			for j := range n {
 				row[j] = int32(math.RoundToEven(fw[j] * cvCoefScale))
 			}
@@ -233,40 +183,12 @@ func (t *axisTab) build(f Filter, areaDown bool, in, out int, fwp *[]float64) {
 	}
 }
 
-// areaWeights is OpenCV's computeResizeAreaTab for output index i.
-func areaWeights(fw []float64, i, in int, scale float64) (first, n int) {
-	fsx1 := float64(i) * scale
-	fsx2 := fsx1 + scale
-	cell := math.Min(scale, float64(in)-fsx1)
-	sx1 := int(math.Ceil(fsx1))
-	sx2 := int(math.Floor(fsx2))
-	sx2 = min(sx2, in-1)
-	sx1 = min(sx1, sx2)
-	first = sx1
-	if float64(sx1)-fsx1 > 1e-3 {
-		first = sx1 - 1
-		fw[n] = (float64(sx1) - fsx1) / cell
-		n++
-	}
-	for sx := sx1; sx < sx2; sx++ {
-		fw[n] = 1 / cell
-		n++
-	}
-	if fsx2-float64(sx2) > 1e-3 {
-		fw[n] = math.Min(math.Min(fsx2-float64(sx2), 1), cell) / cell
-		n++
-	}
-	if n == 0 {
-		fw[0] = 1
-		n = 1
-	}
-	return first, n
-}
-
 // areaLinearWeights is OpenCV's INTER_AREA coefficient rule in its linear
-// resampler (used when an axis is enlarged).
-func areaLinearWeights(fw []float64, i, in int, scale float64) (first, n int) {
-	inv := 1 / scale
+// resampler (used when an axis is enlarged), with its scales inv_scale =
+// out/in and 1/inv_scale.
+func areaLinearWeights(fw []float64, i, in, out int) (first, n int) {
+	inv := float64(out) / float64(in)
+	scale := 1 / inv
 	sx := int(math.Floor(float64(i) * scale))
 	fx := float64(float32(float64(i+1) - float64(sx+1)*inv))
 	if fx <= 0 {

@@ -57,9 +57,9 @@ func readGolden(t *testing.T, name string) *goldenFile {
 	return g
 }
 
-// Resize tolerances against the references: fixed-point weights and
-// intermediate rounding change a result by at most one level, and only
-// rarely.
+// Resize tolerances against the references for Bilinear and
+// BilinearAntialias: fixed-point weights and intermediate rounding change a
+// result by at most one level, and only rarely. Area is exact.
 const (
 	resizeMaxDiff  = 1
 	resizeMeanDiff = 0.05
@@ -96,9 +96,9 @@ func TestResizeGolden(t *testing.T) {
 			dst := NewImage(p.Size[0], p.Size[1], src.Channels)
 			Resize(dst, src, Rect{p.Window[0], p.Window[1], p.Window[2], p.Window[3]}, f)
 			maxd, mean := diff(dst, want)
-			// INTER_AREA by integer factors is exact.
+			// Area reproduces OpenCV's arithmetic.
 			limit := resizeMaxDiff
-			if f == Area && p.Window[2]%p.Size[0] == 0 && p.Window[3]%p.Size[1] == 0 {
+			if f == Area {
 				limit = 0
 			}
 			if maxd > limit || mean > resizeMeanDiff {
@@ -247,5 +247,81 @@ func TestVerticalCV2Vector(t *testing.T) {
 				t.Fatalf("n %d (wide %v): vector %v, Go %v", n, wide, got, want)
 			}
 		}
+	}
+}
+
+// pattern is gen_transform.py's pattern: a w×h×c image from integer
+// arithmetic alone, (3x + 2y + 85ch + (hash(x, y, ch) >> 26)) mod 256.
+func pattern(w, h, c int) Image {
+	img := NewImage(w, h, c)
+	for y := range h {
+		row := img.Row(y)
+		for x := range w {
+			for ch := range c {
+				v := uint32(x)*0x9E3779B1 ^ uint32(y)*0x85EBCA77 ^ uint32(ch)*0xC2B2AE3D
+				v ^= v >> 15
+				v *= 0x2C1B3C6D
+				v ^= v >> 12
+				row[x*c+ch] = uint8(uint32(3*x+2*y+85*ch) + v>>26)
+			}
+		}
+	}
+	return img
+}
+
+// TestResizeAreaExact checks Area against cv2.resize with INTER_AREA value
+// for value (testdata/ffcv/golden/transform_area.safetensors): integer and
+// fractional factors on one or both axes, 1 to 4 channels, and FFCV's
+// centre crops of non-square images, whose windows CenterCropRect must
+// reproduce.
+func TestResizeAreaExact(t *testing.T) {
+	t.Parallel()
+	g := readGolden(t, "transform_area.safetensors")
+	var cases []string
+	for k := range g.meta {
+		if c, ok := strings.CutPrefix(k, "case."); ok {
+			cases = append(cases, c)
+		}
+	}
+	slices.Sort(cases)
+	if len(cases) < 20 {
+		t.Fatalf("only %d cases", len(cases))
+	}
+	for _, c := range cases {
+		t.Run(c, func(t *testing.T) {
+			t.Parallel()
+			var p struct {
+				Source [3]int
+				Window [4]int
+				Size   [2]int
+				Ratio  float64
+			}
+			if err := json.Unmarshal([]byte(g.meta["case."+c]), &p); err != nil {
+				t.Fatal(err)
+			}
+			src := pattern(p.Source[0], p.Source[1], p.Source[2])
+			r := Rect{p.Window[0], p.Window[1], p.Window[2], p.Window[3]}
+			if p.Ratio != 0 {
+				if got := CenterCropRect(src.Width, src.Height, p.Ratio); got != r {
+					t.Errorf("CenterCropRect(%d, %d, %v) = %v, FFCV's is %v", src.Width, src.Height, p.Ratio, got, r)
+				}
+			}
+			want := g.tensors["want."+c]
+			dst := NewImage(p.Size[0], p.Size[1], src.Channels)
+			Resize(dst, src, r, Area)
+			n, first := 0, -1
+			for i := range dst.Pix {
+				if dst.Pix[i] != want.Pix[i] {
+					if first < 0 {
+						first = i
+					}
+					n++
+				}
+			}
+			if n > 0 {
+				t.Errorf("%d of %d values differ from OpenCV's; the first at offset %d: %d, want %d",
+					n, len(dst.Pix), first, dst.Pix[first], want.Pix[first])
+			}
+		})
 	}
 }
