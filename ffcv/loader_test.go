@@ -600,6 +600,39 @@ func TestMatchFFCV(t *testing.T) {
 	}
 }
 
+// TestMatchFFCVNonSquare checks MatchFFCV against FFCV's own CenterCrop
+// output on non-square JPEGs (400×300, 300×400, 300×225, 225×300), whose
+// centre crops FFCV area-resizes by factors that are not whole numbers, to
+// 160×160 and 128×128: every value equal, with the pure-Go decoder and with
+// libjpeg-turbo when it is present.
+func TestMatchFFCVNonSquare(t *testing.T) {
+	backends := []string{"go"}
+	if ok, _ := jpeg.TurboAvailable(); ok {
+		backends = append(backends, "turbo")
+	}
+	for _, size := range []int{160, 128} {
+		ref, err := npy.ReadFile(filepath.Join(testdata, fmt.Sprintf("jpeg_nonsquare.centercrop%d.npy", size)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, backend := range backends {
+			t.Setenv("FLOCK_JPEG", backend)
+			l := openTest(t, "jpeg_nonsquare.beton", Options{BatchSize: 4, Workers: 1, Indices: seq(4), Decode: MatchFFCV, Pipelines: map[string]Pipeline{
+				"image": {CenterCrop{Width: size, Height: size}},
+			}})
+			b, err := l.Next(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := b.Column("image").Uint8s()
+			if n := diffCount(got, ref.Data); n != 0 {
+				t.Errorf("%s: MatchFFCV CenterCrop %d differs from FFCV's output in %d of %d values", backend, size, n, len(got))
+			}
+			b.Release()
+		}
+	}
+}
+
 // diffCount returns the number of positions where a and b differ (all of
 // them when the lengths differ).
 func diffCount(a, b []uint8) int {
