@@ -189,17 +189,50 @@ func TestLaunchers(t *testing.T) {
 		same(t, "mpirun", launch(t, "mpirun", env, append([]string{"mpirun", "--oversubscribe", "-n", "2", bin}, args...)...))
 	})
 	t.Run("torchrun", func(t *testing.T) {
-		torchrun, err := exec.LookPath("torchrun")
-		if err != nil {
-			py, perr := peers.Python(".")
-			if perr != nil {
-				t.Skipf("torchrun is not installed (not on PATH, no peers' environment: %v)", perr)
+		// The peers' torchrun (PyTorch 2), else one on PATH, if it is
+		// PyTorch 2's: Debian's PyTorch 1.13 torchrun fails to start its
+		// workers under Python 3.11.
+		torchrun := ""
+		if py, err := peers.Python("."); err == nil {
+			if p := filepath.Join(filepath.Dir(py), "torchrun"); fileExists(p) {
+				torchrun = p
 			}
-			torchrun = filepath.Join(filepath.Dir(py), "torchrun")
-			if _, err := os.Stat(torchrun); err != nil {
-				t.Skipf("torchrun is not installed: %v", err)
+		}
+		if torchrun == "" {
+			p, err := exec.LookPath("torchrun")
+			if err != nil {
+				t.Skip("torchrun is not installed (not on PATH, no peers' environment)")
 			}
+			if v := torchrunVersion(p); !strings.HasPrefix(v, "2.") {
+				t.Skipf("%s is PyTorch %q's torchrun; the test needs PyTorch 2's", p, v)
+			}
+			torchrun = p
 		}
 		same(t, "torchrun", launch(t, "torchrun", nil, append([]string{torchrun, "--standalone", "--nproc-per-node", "2", "--no-python", bin}, args...)...))
 	})
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// torchrunVersion returns the version of the PyTorch whose torchrun script
+// is at path, asking the interpreter of its first line ("" when unknown).
+func torchrunVersion(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	first, _, _ := strings.Cut(string(data), "\n")
+	py, ok := strings.CutPrefix(first, "#!")
+	if !ok {
+		return ""
+	}
+	argv := append(strings.Fields(py), "-c", "import torch; print(torch.__version__)")
+	out, err := exec.Command(argv[0], argv[1:]...).Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
 }
