@@ -15,7 +15,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flockml/flock/backend"
 	"github.com/flockml/flock/nn/models"
+	"github.com/flockml/flock/tensor"
 )
 
 // ModelStepConfig describes one measurement of a model's training step on
@@ -29,6 +31,19 @@ type ModelStepConfig struct {
 	Warmup   int // untimed steps first
 	Steps    int // timed steps
 	Seed     uint64
+	// Profile times every kernel call of the timed steps by kind
+	// (backend.Profiler over the default device), into
+	// ModelStepResult.Profile. Its bookkeeping adds to the step times.
+	Profile bool
+}
+
+// ProfiledOp is one kind of kernel call of a profiled step: the backend
+// method, its operation and, for matrix products and convolutions, the
+// operands' shapes; calls and milliseconds per step.
+type ProfiledOp struct {
+	Op           string  `json:"op"`
+	CallsPerStep float64 `json:"calls_per_step"`
+	MsPerStep    float64 `json:"ms_per_step"`
 }
 
 // ModelStepResult is one measurement of a model's training step. Times are
@@ -66,6 +81,10 @@ type ModelStepResult struct {
 	PeakRSS   int64   `json:"peak_rss_bytes"`
 	LossFirst float64 `json:"loss_first"`
 	LossLast  float64 `json:"loss_last"`
+
+	// Profile is the kernel time of the timed steps by kind of call, the
+	// longest first (with ModelStepConfig.Profile).
+	Profile []ProfiledOp `json:"profile,omitempty"`
 }
 
 // MeasureModelStep builds cfg.Model for cfg's input and runs one counting
@@ -74,6 +93,15 @@ type ModelStepResult struct {
 func MeasureModelStep(cfg ModelStepConfig) (ModelStepResult, error) {
 	if cfg.Warmup < 0 || cfg.Steps <= 0 {
 		return ModelStepResult{}, fmt.Errorf("bench: model step %s: %d warm-up and %d timed steps, want ≥ 0 and > 0", cfg.Model, cfg.Warmup, cfg.Steps)
+	}
+	var prof *backend.Profiler
+	if cfg.Profile {
+		dev := tensor.DefaultDevice()
+		prof = backend.NewProfiler(dev)
+		// A GPU's calls return before their kernels end.
+		prof.Sync = dev.Name() != "cpu"
+		tensor.SetDefaultDevice(prof)
+		defer tensor.SetDefaultDevice(dev)
 	}
 	mc := models.Config{InChannels: cfg.Channels, Height: cfg.Image, Width: cfg.Image, NumClasses: cfg.Classes}
 	s, err := NewModelStep(cfg.Model, mc, cfg.Batch, cfg.Seed)
@@ -95,6 +123,9 @@ func MeasureModelStep(cfg ModelStepConfig) (ModelStepResult, error) {
 		}
 	}
 	runtime.GC()
+	if prof != nil {
+		prof.Reset()
+	}
 	var f, b, o, total []float64
 	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
 	for i := 0; i < cfg.Steps; i++ {
@@ -111,7 +142,38 @@ func MeasureModelStep(cfg ModelStepConfig) (ModelStepResult, error) {
 	res.ImagesPerSec = float64(cfg.Batch) / (res.StepMs / 1000)
 	res.GFLOPS = res.StepFLOPs * float64(cfg.Batch) / (res.StepMs / 1000) / 1e9
 	res.PeakRSS = PeakRSS()
+	if prof != nil {
+		for _, t := range prof.Times() {
+			res.Profile = append(res.Profile, ProfiledOp{Op: t.Op, CallsPerStep: float64(t.Calls) / float64(cfg.Steps),
+				MsPerStep: float64(t.Time) / 1e6 / float64(cfg.Steps)})
+		}
+	}
 	return res, nil
+}
+
+// WriteProfile writes r's profile as a table: each kind of kernel call
+// with its calls and milliseconds per step and its share of the step, the
+// longest first, up to top rows (0: all) and a line for the rest.
+func WriteProfile(w io.Writer, r ModelStepResult, top int) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s, batch %d, %d² images: step %.2f ms (median of %d), kernels below\n\n", r.Model, r.Batch, r.Image, r.StepMs, r.Steps)
+	fmt.Fprintf(&b, "| kernel call | calls/step | ms/step | share of the step |\n|---|---:|---:|---:|\n")
+	var rest ProfiledOp
+	n := 0
+	for i, p := range r.Profile {
+		if top > 0 && i >= top {
+			rest.CallsPerStep += p.CallsPerStep
+			rest.MsPerStep += p.MsPerStep
+			n++
+			continue
+		}
+		fmt.Fprintf(&b, "| %s | %.0f | %.3f | %.1f%% |\n", p.Op, p.CallsPerStep, p.MsPerStep, 100*p.MsPerStep/r.StepMs)
+	}
+	if n > 0 {
+		fmt.Fprintf(&b, "| %d other kinds | %.0f | %.3f | %.1f%% |\n", n, rest.CallsPerStep, rest.MsPerStep, 100*rest.MsPerStep/r.StepMs)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // PeakRSS returns the largest resident set size the process has had, in

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/flockml/flock/bench"
+	"github.com/flockml/flock/tensor"
 )
 
 func TestMeasureModelStep(t *testing.T) {
@@ -40,6 +41,54 @@ func TestMeasureModelStep(t *testing.T) {
 	}
 	if _, err := bench.MeasureModelStep(bench.ModelStepConfig{Model: "cnn", Batch: 2, Image: 30, Channels: 1, Classes: 10, Steps: 1}); err == nil {
 		t.Error("cnn on 30×30 images: no error")
+	}
+}
+
+// TestMeasureModelStepProfile checks a profiled step of the small CNN: its
+// kernel calls per step (two convolutions forward, each with its weight
+// gradient; the first has no input gradient), the same losses as an
+// unprofiled step, a table naming them, and the default device restored.
+func TestMeasureModelStepProfile(t *testing.T) {
+	dev := tensor.DefaultDevice()
+	cfg := bench.ModelStepConfig{Model: "cnn", Batch: 4, Image: 28, Channels: 1, Classes: 10, Warmup: 1, Steps: 2, Seed: 1}
+	plain, err := bench.MeasureModelStep(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Profile = true
+	r, err := bench.MeasureModelStep(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tensor.DefaultDevice() != dev {
+		t.Errorf("default device %v after a profiled step, want %v back", tensor.DefaultDevice(), dev)
+	}
+	if r.LossFirst != plain.LossFirst || r.LossLast != plain.LossLast {
+		t.Errorf("profiled losses %v, %v; unprofiled %v, %v", r.LossFirst, r.LossLast, plain.LossFirst, plain.LossLast)
+	}
+	calls := map[string]float64{}
+	for _, p := range r.Profile {
+		calls[p.Op] = p.CallsPerStep
+		if p.MsPerStep < 0 {
+			t.Errorf("%s: %v ms", p.Op, p.MsPerStep)
+		}
+	}
+	for op, want := range map[string]float64{
+		"Conv2d 4×1×28×28 * 16×1×3×3":               1,
+		"Conv2dBackwardWeight 4×1×28×28 * 16×1×3×3": 1,
+		"Conv2dBackwardData 4×1×28×28 * 16×1×3×3":   0,
+		"Conv2dBackwardData 4×16×14×14 * 32×16×3×3": 1,
+	} {
+		if calls[op] != want {
+			t.Errorf("%s: %v calls per step, want %v", op, calls[op], want)
+		}
+	}
+	var b strings.Builder
+	if err := bench.WriteProfile(&b, r, 3); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); !strings.Contains(out, "| kernel call |") || !strings.Contains(out, "other kinds") || strings.Count(out, "\n| ") != 5 {
+		t.Errorf("profile table with 3 rows and the rest:\n%s", out)
 	}
 }
 

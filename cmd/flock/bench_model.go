@@ -25,7 +25,7 @@ type modelOptions struct {
 	batch, image, channels, classes, warmup, steps, pairs int
 	peak                                                  float64
 	timeout                                               time.Duration
-	json                                                  bool
+	json, profile                                         bool
 }
 
 func modelFlags(o *modelOptions) *flag.FlagSet {
@@ -45,6 +45,7 @@ func modelFlags(o *modelOptions) *flag.FlagSet {
 	fs.Float64Var(&o.peak, "peak-gflops", 0, "the machine's float32 peak in GFLOP/s for the fraction-of-peak column (default: measured as flock bench gemm does, by independent FMAs on all threads)")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "limit of each run")
 	fs.BoolVar(&o.json, "json", false, "write JSON Lines records to stdout instead of the table")
+	fs.BoolVar(&o.profile, "profile", false, "instead of the comparison, time each model's kernel calls by kind (the matrix products and convolutions by shape) over --steps steps in this process, and print them, the longest first")
 	fs.StringVar(&o.out, "out", "", "also write model_<date>.jsonl and model_<date>.md into `DIR` (e.g. bench/results)")
 	return fs
 }
@@ -96,6 +97,12 @@ func runBenchModel(args []string, stdout, stderr io.Writer) int {
 	peers, err := bench.ParsePeers(o.peer, []string{bench.ImplTorch, bench.ImplTorch2, bench.ImplTorch2Compile})
 	if err != nil {
 		return benchUsage(stderr, "model", "%v", err)
+	}
+	if o.profile {
+		if len(peers) > 0 {
+			return benchUsage(stderr, "model", "--profile measures flock alone: drop --peer")
+		}
+		return profileModels(o, stdout, stderr)
 	}
 	rep := newBenchReport("model", o.json, stdout, stderr)
 	if len(peers) > 0 && !peerScript("model", o.script, stderr) {
@@ -151,5 +158,32 @@ func runModelWorker(args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	_ = json.NewEncoder(stdout).Encode(r)
+	return exitOK
+}
+
+// profileModels prints, for each model of o, the kernel time of its
+// training step by kind of call.
+func profileModels(o modelOptions, stdout, stderr io.Writer) int {
+	for i, m := range strings.Split(o.models, ",") {
+		r, err := bench.MeasureModelStep(bench.ModelStepConfig{
+			Model: m, Batch: o.batch, Image: o.image, Channels: o.channels, Classes: o.classes,
+			Warmup: o.warmup, Steps: o.steps, Seed: 1, Profile: true,
+		})
+		if err != nil {
+			fmt.Fprintf(stderr, "flock bench model: %v\n", err)
+			return exitFailure
+		}
+		if o.json {
+			_ = json.NewEncoder(stdout).Encode(r)
+			continue
+		}
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		if err := bench.WriteProfile(stdout, r, 40); err != nil {
+			fmt.Fprintf(stderr, "flock bench model: %v\n", err)
+			return exitFailure
+		}
+	}
 	return exitOK
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -147,5 +148,18 @@ func TestBenchModelPeak(t *testing.T) {
 	}
 	if runs == 0 {
 		t.Error("no measurement records")
+	}
+}
+
+func TestBenchModelProfile(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := runBenchModel([]string{"--profile", "--peer", "torch"}, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "--profile measures flock alone") {
+		t.Errorf("--profile with a peer: status %d, %q", code, stderr.String())
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if code := runBenchModel([]string{"--profile", "--model", "mlp", "--batch", "4", "--image", "28", "--channels", "1", "--steps", "1", "--warmup", "0"}, &stdout, &stderr); code != exitOK ||
+		!strings.Contains(stdout.String(), "| MatMul 4×") {
+		t.Errorf("--profile: status %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
 	}
 }
