@@ -203,6 +203,12 @@ func runPass[T float](rd *reduction, p pass, x []T, mean []float64) []acc {
 	if rd.columnar() {
 		s := make([]float64, rd.k)
 		c := make([]float64, rd.k)
+		if x32, ok := any(x).([]float32); ok && p == passSum && sumRows4(rd, x32, s, c) {
+			for k := range out {
+				out[k] = acc{s: s[k], c: c[k]}
+			}
+			return out
+		}
 		idx := make([]int, rd.k)
 		kl := newLayout(rd.kept,
 			backend.View{Shape: rd.kept, Strides: rd.keptStrides},
@@ -291,6 +297,34 @@ func runPass[T float](rd *reduction, p pass, x []T, mean []float64) []acc {
 		}
 	}
 	return out
+}
+
+// sumRows4 is runPass's columnar sum for the common case of one
+// contiguous kept axis and one reduced axis of positive stride (a bias
+// gradient: [N, C] summed over N): four rows at a time are folded into
+// each column by the vector kernel, in row order, so the sums equal the
+// row-by-row sweep's bit for bit. It reports false, doing nothing, where
+// that case or the kernel does not apply.
+func sumRows4(rd *reduction, x []float32, s, c []float64) bool {
+	if !hasColumns4Vec() || len(rd.kept) != 1 || rd.keptStrides[0] != 1 || len(rd.red) != 1 || rd.redStrides[0] < rd.k {
+		return false
+	}
+	rs, n := rd.redStrides[0], rd.r
+	parallelFor(rd.k, max(1, grainElems/max(n, 1)), func(k0, k1 int) {
+		ss, cc := s[k0:k1], c[k0:k1]
+		r := 0
+		for ; r+4 <= n; r += 4 {
+			o := rd.offset + r*rs + k0
+			v := sumColumns4Vec(x[o:], rs, ss, cc)
+			for q := range 4 {
+				sweepColumns(passSum, x, o+q*rs+v, 1, ss[v:], cc[v:], nil, nil, r+q)
+			}
+		}
+		for ; r < n; r++ {
+			sweepColumns(passSum, x, rd.offset+r*rs+k0, 1, ss, cc, nil, nil, r)
+		}
+	})
+	return true
 }
 
 func extremum(isMin bool) pass {

@@ -9,6 +9,9 @@ func sumColumnsAVX512(x []float32, s, c []float64)
 func sumColumnsAVX2(x []float32, s, c []float64)
 
 //go:noescape
+func sumColumns4AVX512(x []float32, stride int, s, c []float64)
+
+//go:noescape
 func sumLanesAVX512(x []float32, lanes *[16]float64)
 
 //go:noescape
@@ -28,6 +31,22 @@ func sumColumnsVec(x []float32, s, c []float64) int {
 		return len(s) &^ 3
 	}
 	return 0
+}
+
+// hasColumns4Vec reports whether sumColumns4Vec has a kernel here.
+func hasColumns4Vec() bool { return activeVec() == vecAVX512 }
+
+// sumColumns4Vec folds four rows, x[r·stride:][:len(s)] for r = 0…3 in
+// that order, into the compensated sums of a leading part of the columns,
+// as four calls of sumColumnsVec would, and returns that part's length (0
+// where the CPU has no AVX-512: the caller then folds row by row).
+func sumColumns4Vec(x []float32, stride int, s, c []float64) int {
+	if activeVec() != vecAVX512 || stride < len(s) || len(x) < 3*stride+len(s) {
+		return 0
+	}
+	c = c[:len(s)]
+	sumColumns4AVX512(x, stride, s, c)
+	return len(s) &^ 7
 }
 
 // sumRunVec adds a leading part of x to a with the vector loop of the

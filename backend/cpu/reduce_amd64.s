@@ -67,6 +67,45 @@ done:
 	VZEROUPPER
 	RET
 
+// func sumColumns4AVX512(x []float32, stride int, s, c []float64)
+//
+// Folds four rows into s[k], c[k] for k below len(s) − len(s) mod 8: row
+// r is x[r·stride : r·stride+len(s)], r = 0…3, folded in that order into
+// each column, as four calls of sumColumnsAVX512 would, with s and c
+// loaded and stored once.
+TEXT ·sumColumns4AVX512(SB), NOSPLIT, $0-80
+	MOVQ         x_base+0(FP), SI
+	MOVQ         stride+24(FP), BX
+	MOVQ         s_base+32(FP), DI
+	MOVQ         s_len+40(FP), CX
+	MOVQ         c_base+56(FP), DX
+	VBROADCASTSD reduceAbs<>(SB), Z28
+	SHLQ         $2, BX
+	LEAQ         (BX)(BX*2), R8
+	SHRQ         $3, CX
+	JZ           done4
+loop4:
+	VMOVUPD   (DI), Z1
+	VMOVUPD   (DX), Z2
+	VCVTPS2PD (SI), Z0
+	NEUMAIER512(Z0, Z1, Z2)
+	VCVTPS2PD (SI)(BX*1), Z0
+	NEUMAIER512(Z0, Z1, Z2)
+	VCVTPS2PD (SI)(BX*2), Z0
+	NEUMAIER512(Z0, Z1, Z2)
+	VCVTPS2PD (SI)(R8*1), Z0
+	NEUMAIER512(Z0, Z1, Z2)
+	VMOVUPD   Z1, (DI)
+	VMOVUPD   Z2, (DX)
+	ADDQ      $32, SI
+	ADDQ      $64, DI
+	ADDQ      $64, DX
+	DECQ      CX
+	JNZ       loop4
+done4:
+	VZEROUPPER
+	RET
+
 // func sumColumnsAVX2(x []float32, s, c []float64)
 //
 // Folds x[k] into s[k], c[k] for k below len(s) − len(s) mod 4.
