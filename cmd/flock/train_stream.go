@@ -129,12 +129,6 @@ func (s streamOptions) betonOptions() job.BetonOptions {
 	return o
 }
 
-// statistics returns the normalisation of c-channel images in pixel units
-// (0–255), as ffcv.Normalize takes them.
-func (s streamOptions) statistics(c int) (mean, std []float64, err error) {
-	return s.betonOptions().Statistics(c)
-}
-
 // fashionData is Fashion-MNIST's data, named for reports.
 func fashionData(train, test *dataset.Images, subset bool) job.Images {
 	d := job.Images{Train: train, Test: test, Label: "Fashion-MNIST"}

@@ -87,7 +87,7 @@ func TestStreamMatchesMemory(t *testing.T) {
 			}
 			s := defaultStreamOptions()
 			s.order = "random"
-			mean, std, err := s.statistics(c.channels)
+			mean, std, err := s.betonOptions().Statistics(c.channels)
 			if err != nil {
 				t.Fatal(err)
 			}
