@@ -418,8 +418,8 @@ func (s *suite) reference(ctx context.Context, strategy string, l layout) (refer
 		return reference{}, fmt.Errorf("chaos: the uninterrupted %s run did not end in 5 minutes", key)
 	}
 	recs, log := j.snapshot()
-	if codes := j.exitCodes(); slices.ContainsFunc(codes, func(c int) bool { return c != 0 }) || summary(recs) == nil {
-		return reference{}, fmt.Errorf("chaos: the uninterrupted %s run failed (exit %v): %s", key, codes, tail(log, 5))
+	if !j.finished() {
+		return reference{}, fmt.Errorf("chaos: the uninterrupted %s run failed (exit %v): %s", key, j.exitCodes(), tail(log, 5))
 	}
 	r := reference{records: recs, wall: time.Since(j.start)}
 	s.refs[key] = r
@@ -529,7 +529,7 @@ func (s *suite) trial(ctx context.Context, index int, kind Kind, strategy string
 	switch {
 	case t.Hang:
 		t.Outcome = "hung"
-	case !slices.ContainsFunc(codes, func(c int) bool { return c != 0 }) && summary(recs) != nil:
+	case j.finished():
 		t.Outcome = "finished"
 	case kind == Term:
 		t.Outcome = "stopped"
@@ -605,7 +605,7 @@ func (s *suite) trial(ctx context.Context, index int, kind Kind, strategy string
 		return t, nil
 	}
 	rrecs, rlog := rj.snapshot()
-	if slices.ContainsFunc(rj.exitCodes(), func(c int) bool { return c != 0 }) || summary(rrecs) == nil {
+	if !rj.finished() {
 		t.Violations = append(t.Violations, "the resumed job failed: "+tail(rlog, 5))
 		return t, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -199,13 +200,20 @@ func (j *job) wait(deadline time.Time) bool {
 	return true
 }
 
-// endedAt returns when the last node was seen to exit.
+// exitCodes returns each node's exit status.
 func (j *job) exitCodes() []int {
 	codes := make([]int, len(j.nodes))
 	for i, n := range j.nodes {
 		codes[i] = n.exitCode()
 	}
 	return codes
+}
+
+// finished reports whether every node exited with status 0 and rank 0
+// wrote its summary record (call once the job has ended).
+func (j *job) finished() bool {
+	recs, _ := j.snapshot()
+	return !slices.ContainsFunc(j.exitCodes(), func(c int) bool { return c != 0 }) && summary(recs) != nil
 }
 
 // waitStep waits until rank 0 has reported step s, the job has ended or
