@@ -58,11 +58,11 @@ func resizeArea(dst, src Image) {
 		areaInt(dst, src, kx, ky)
 		return
 	}
-	s := scratchPool.Get().(*resizeScratch)
+	s := getScratch()
 	s.ax.build(src.Width, dst.Width, scaleX, true)
 	s.ay.build(src.Height, dst.Height, scaleY, false)
 	s.areaFrac(dst, src)
-	scratchPool.Put(s)
+	putScratch(s)
 }
 
 // areaInt is resizeAreaFast_ for uint8: integer factors kx, ky.

@@ -76,7 +76,33 @@ type resizeScratch struct {
 	cv bool
 }
 
-var scratchPool = sync.Pool{New: func() any { return new(resizeScratch) }}
+// scratches keeps the resize scratch spaces between calls. Unlike a
+// sync.Pool it is not emptied by the garbage collector, so a loader's
+// workers keep theirs and decoding allocates nothing once warm; it holds at
+// most as many as ever ran at once.
+var scratches struct {
+	sync.Mutex
+	free []*resizeScratch
+}
+
+// getScratch returns a free scratch space, or a new one.
+func getScratch() *resizeScratch {
+	scratches.Lock()
+	defer scratches.Unlock()
+	if n := len(scratches.free); n > 0 {
+		s := scratches.free[n-1]
+		scratches.free = scratches.free[:n-1]
+		return s
+	}
+	return new(resizeScratch)
+}
+
+// putScratch gives s back for later calls.
+func putScratch(s *resizeScratch) {
+	scratches.Lock()
+	scratches.free = append(scratches.free, s)
+	scratches.Unlock()
+}
 
 // Resize writes the window r of src into dst, resampled with f to dst's
 // size. The zero Rect means the whole of src. Crop and resize are one pass:
@@ -110,12 +136,12 @@ func Resize(dst, src Image, r Rect, f Filter) {
 		resizeArea(dst, src)
 		return
 	}
-	s := scratchPool.Get().(*resizeScratch)
+	s := getScratch()
 	s.cv = f == Area
 	s.x.build(f, src.Width, dst.Width, &s.fw)
 	s.y.build(f, src.Height, dst.Height, &s.fw)
 	s.resample(dst, src)
-	scratchPool.Put(s)
+	putScratch(s)
 }
 
 func copyImage(dst, src Image) {
